@@ -1,0 +1,316 @@
+//! The configuration file (TOML): parsing, defaults and validation.
+//!
+//! Every key is documented in `docs/CONFIG.md`; `examples/cumulo.toml` is a
+//! fully commented example. Invalid files are refused with the file, the field
+//! and the reason.
+
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Default limit on a frame, bytes (see `cumulo_proto::DEFAULT_MAX_FRAME`).
+pub const DEFAULT_MAX_FRAME: u32 = cumulo_proto::DEFAULT_MAX_FRAME;
+/// Default cap on open instance connections: far above any one machine's
+/// service count, low enough that a connection flood cannot exhaust file
+/// descriptors.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 4096;
+/// Default cap on bytes waiting to be written to one connection: a reader that
+/// falls this far behind is a slow consumer and is disconnected (64 MiB).
+pub const DEFAULT_MAX_OUTBOX: u32 = 64 * 1024 * 1024;
+/// Default keep-alive interval, ms.
+pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
+/// Default per-instance queue limit, requests.
+pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
+/// Largest window an instance may be granted: bounds the memory one instance
+/// can pin in the core.
+pub const MAX_WINDOW: u32 = 1024;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoreConfig {
+    /// Unix socket for instances.
+    pub socket: Option<PathBuf>,
+    /// Optional TCP listener for instances, e.g. "127.0.0.1:7310".
+    pub tcp: Option<String>,
+    /// Must be true to bind the TCP listener to a non-loopback address.
+    pub allow_remote: bool,
+    pub node_id: u32,
+    pub max_frame: u32,
+    pub max_connections: u32,
+    pub max_outbox: u32,
+    pub keepalive: u32,
+    pub allow_unmanaged: bool,
+    /// Options applied to unmanaged instances (tools, tests, benchmarks).
+    pub unmanaged: ServiceOptions,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            socket: None,
+            tcp: None,
+            allow_remote: false,
+            node_id: 1,
+            max_frame: DEFAULT_MAX_FRAME,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_outbox: DEFAULT_MAX_OUTBOX,
+            keepalive: DEFAULT_KEEPALIVE_MS,
+            allow_unmanaged: true,
+            unmanaged: ServiceOptions::default(),
+        }
+    }
+}
+
+/// How a sender picks one instance among those subscribed to the matched
+/// pattern. With a single node, "closest" and plain random coincide, and the
+/// registry is always current, so "lazy" and "immediate" behave alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DestRefresh {
+    ImmediateClosest,
+    LazyClosest,
+    ImmediateRandom,
+    LazyRandom,
+    RoundRobin,
+    LeastBusy,
+    None,
+}
+
+/// Options shared by every service (and by unmanaged instances).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceOptions {
+    pub dest_refresh: DestRefresh,
+    pub timeout_init: u32,
+    pub timeout_async: u32,
+    pub timeout_sync: u32,
+    pub timeout_terminate: u32,
+    pub priority_default: i8,
+    pub queue_limit: u32,
+    pub max_window: u32,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        ServiceOptions {
+            dest_refresh: DestRefresh::ImmediateClosest,
+            timeout_init: 5_000,
+            timeout_async: 5_000,
+            timeout_sync: 5_000,
+            timeout_terminate: 2_000,
+            priority_default: 0,
+            queue_limit: DEFAULT_QUEUE_LIMIT,
+            max_window: MAX_WINDOW,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceConfig {
+    pub prefix: String,
+    /// External service: the program (PATH lookup, or relative to the config file).
+    pub path: Option<String>,
+    /// Internal service: its name (`echo`, ...).
+    pub internal: Option<String>,
+    pub args: Vec<String>,
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Working directory (default: the config file's folder).
+    pub dir: Option<PathBuf>,
+    pub count_process: u32,
+    pub count_thread: u32,
+    /// Restarts allowed within `max_t` seconds before the service is stopped.
+    pub max_r: u32,
+    pub max_t: u32,
+    /// Pause before a restart, ms: keeps a crash loop from spinning the CPU.
+    pub restart_delay: u32,
+    pub dest_refresh: DestRefresh,
+    pub timeout_init: u32,
+    pub timeout_async: u32,
+    pub timeout_sync: u32,
+    pub timeout_terminate: u32,
+    pub priority_default: i8,
+    pub queue_limit: u32,
+    pub max_window: u32,
+    /// Settings of an internal service (each documents its own).
+    pub settings: toml::Table,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        let o = ServiceOptions::default();
+        ServiceConfig {
+            prefix: String::new(),
+            path: None,
+            internal: None,
+            args: Vec::new(),
+            env: Default::default(),
+            dir: None,
+            count_process: 1,
+            count_thread: 1,
+            max_r: 5,
+            max_t: 300,
+            restart_delay: 100,
+            dest_refresh: o.dest_refresh,
+            timeout_init: o.timeout_init,
+            timeout_async: o.timeout_async,
+            timeout_sync: o.timeout_sync,
+            timeout_terminate: o.timeout_terminate,
+            priority_default: o.priority_default,
+            queue_limit: o.queue_limit,
+            max_window: o.max_window,
+            settings: toml::Table::new(),
+        }
+    }
+}
+
+impl ServiceConfig {
+    pub fn options(&self) -> ServiceOptions {
+        ServiceOptions {
+            dest_refresh: self.dest_refresh,
+            timeout_init: self.timeout_init,
+            timeout_async: self.timeout_async,
+            timeout_sync: self.timeout_sync,
+            timeout_terminate: self.timeout_terminate,
+            priority_default: self.priority_default,
+            queue_limit: self.queue_limit,
+            max_window: self.max_window,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub core: CoreConfig,
+    #[serde(default, rename = "service")]
+    pub services: Vec<ServiceConfig>,
+    /// Folder of the config file: relative paths are resolved against it.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+}
+
+/// A refused configuration: where and why.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub file: String,
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "invalid config {}: {}", self.file, self.reason)
+        } else {
+            write!(f, "invalid config {}: {}: {}", self.file, self.field, self.reason)
+        }
+    }
+}
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            field: String::new(),
+            reason: format!("cannot read it: {e}"),
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Config::parse(&text, &file, base)
+    }
+
+    pub fn parse(text: &str, file: &str, base_dir: PathBuf) -> Result<Config, ConfigError> {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
+            file: file.to_string(),
+            field: String::new(),
+            reason: e.to_string().trim().replace('\n', " "),
+        })?;
+        cfg.base_dir = if base_dir.as_os_str().is_empty() { PathBuf::from(".") } else { base_dir };
+        cfg.validate().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        let c = &self.core;
+        let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
+        if c.max_frame < 1024 {
+            return err("core.max_frame", "must be at least 1024 bytes");
+        }
+        if c.max_connections == 0 {
+            return err("core.max_connections", "must be at least 1");
+        }
+        if c.keepalive < 100 {
+            return err("core.keepalive", "must be at least 100 ms");
+        }
+        if c.max_outbox < c.max_frame {
+            return err("core.max_outbox", "must be at least core.max_frame");
+        }
+        validate_options("core.unmanaged", &c.unmanaged)?;
+        for (i, s) in self.services.iter().enumerate() {
+            let at = |f: &str| format!("service[{i}] ({}).{f}", s.prefix);
+            if !s.prefix.starts_with('/') || !s.prefix.ends_with('/') {
+                return Err((at("prefix"), "must start and end with '/'".into()));
+            }
+            if let Err(why) = crate::pattern::validate(&s.prefix) {
+                return Err((at("prefix"), why));
+            }
+            match (&s.path, &s.internal) {
+                (Some(_), Some(_)) => return Err((at("path"), "give either path or internal, not both".into())),
+                (None, None) => return Err((at("path"), "give path (a program) or internal (a built-in service)".into())),
+                (None, Some(name)) if !crate::internal::is_known(name) => {
+                    return Err((at("internal"), format!("unknown internal service '{name}' (known: {})", crate::internal::KNOWN.join(", "))))
+                }
+                _ => {}
+            }
+            if s.count_process == 0 || s.count_process > 1024 {
+                return Err((at("count_process"), "must be 1 .. 1024".into()));
+            }
+            if s.count_thread == 0 || s.count_thread > 1024 {
+                return Err((at("count_thread"), "must be 1 .. 1024".into()));
+            }
+            if s.max_t == 0 {
+                return Err((at("max_t"), "must be at least 1 second".into()));
+            }
+            validate_options(&format!("service[{i}] ({})", s.prefix), &s.options())?;
+        }
+        Ok(())
+    }
+
+    /// The Unix socket path: configured, or a per-user default.
+    pub fn socket_path(&self) -> PathBuf {
+        if let Some(p) = &self.core.socket {
+            return if p.is_absolute() { p.clone() } else { self.base_dir.join(p) };
+        }
+        default_socket_path()
+    }
+}
+
+fn validate_options(at: &str, o: &ServiceOptions) -> Result<(), (String, String)> {
+    let check = |ok: bool, f: &str, r: &str| if ok { Ok(()) } else { Err((format!("{at}.{f}"), r.to_string())) };
+    check(o.timeout_async > 0, "timeout_async", "must be at least 1 ms")?;
+    check(o.timeout_sync > 0, "timeout_sync", "must be at least 1 ms")?;
+    check(o.timeout_init > 0, "timeout_init", "must be at least 1 ms")?;
+    check(o.queue_limit > 0, "queue_limit", "must be at least 1")?;
+    check((1..=MAX_WINDOW).contains(&o.max_window), "max_window", "must be 1 .. 1024")
+}
+
+pub fn default_socket_path() -> PathBuf {
+    if let Ok(dir) = std::env::var("XDG_RUNTIME_DIR") {
+        if !dir.is_empty() {
+            return PathBuf::from(dir).join("cumulo").join("cumulo.sock");
+        }
+    }
+    let uid = unsafe_free_uid();
+    PathBuf::from(format!("/tmp/cumulo-{uid}")).join("cumulo.sock")
+}
+
+fn unsafe_free_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! Wires the parts together: binds the listeners, starts the services, runs
+//! the timer and keep-alive loops, and stops everything on SIGTERM/SIGINT.
+
+use crate::config::Config;
+use crate::state::{Core, Limits, Shared};
+use crate::supervisor::Supervisor;
+use anyhow::Context;
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use tokio::task::LocalSet;
+
+/// Runs the core until a signal stops it. The hot path is single-threaded
+/// (a current-thread runtime): on the small machines cumulo targets, one
+/// core for routing and the rest for services beats cross-thread handoffs,
+/// and the state needs no locks.
+pub fn run(cfg: Config) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    LocalSet::new().block_on(&rt, serve(cfg))
+}
+
+async fn serve(cfg: Config) -> anyhow::Result<()> {
+    let socket = cfg.socket_path();
+    let limits = Limits {
+        node_id: cfg.core.node_id,
+        max_frame: cfg.core.max_frame,
+        max_outbox: cfg.core.max_outbox as usize,
+        keepalive: Duration::from_millis(cfg.core.keepalive as u64),
+        max_connections: cfg.core.max_connections,
+        allow_unmanaged: cfg.core.allow_unmanaged,
+    };
+    let core: Shared = Rc::new(RefCell::new(Core::new(limits, cfg.core.unmanaged.clone())));
+
+    let unix = crate::listener::bind_unix(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?;
+    tokio::task::spawn_local(crate::listener::serve_unix(core.clone(), unix));
+    if let Some(addr) = &cfg.core.tcp {
+        let l = bind_tcp(addr, cfg.core.allow_remote).await?;
+        tracing::info!("listening for instances on tcp://{}", l.local_addr()?);
+        tokio::task::spawn_local(crate::listener::serve_tcp(core.clone(), l));
+    }
+    tokio::task::spawn_local(timer_loop(core.clone()));
+
+    let cfg = Rc::new(cfg);
+    let supervisor = Supervisor::new(core.clone(), cfg.clone(), socket.display().to_string());
+    tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
+    supervisor.start_all()?;
+    tracing::info!(
+        "cumulo {} ready: {} services, instances connect to {}",
+        env!("CARGO_PKG_VERSION"),
+        cfg.services.len(),
+        socket.display()
+    );
+
+    let why = shutdown_signal().await;
+    tracing::info!("{why}: shutting down (stopping services, failing queued requests)");
+    let terminate_ms = cfg.services.iter().map(|s| s.timeout_terminate).max().unwrap_or(2_000);
+    core.borrow_mut().begin_shutdown(terminate_ms);
+    supervisor.stop_all().await;
+    let _ = std::fs::remove_file(&socket);
+    tracing::info!("stopped; {}", core.borrow().stats);
+    Ok(())
+}
+
+async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::TcpListener> {
+    let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on tcp {addr}"))?;
+    let local = l.local_addr()?;
+    if !local.ip().is_loopback() && !allow_remote {
+        anyhow::bail!("core.tcp = {addr} is not a loopback address; set core.allow_remote = true to accept instances from other hosts");
+    }
+    Ok(l)
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
+/// Fires request timeouts: each expired request gets its TIMEOUT response.
+async fn timer_loop(core: Shared) {
+    loop {
+        let next = poll_fn(|cx| match core.borrow_mut().timers.poll_expired(cx) {
+            Poll::Ready(Some(e)) => Poll::Ready(Some(e.into_inner())),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        })
+        .await;
+        match next {
+            Some(tid) => core.borrow_mut().expire(tid),
+            None => {
+                let wake = core.borrow().timers_wake.clone();
+                wake.notified().await;
+            }
+        }
+    }
+}
+
+async fn keepalive_loop(core: Shared, supervisor: Rc<Supervisor>) {
+    let every = core.borrow().limits.keepalive;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut nonce = 0u64;
+    loop {
+        tick.tick().await;
+        nonce += 1;
+        let hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
+        supervisor.kill_hung(&hung);
+    }
+}

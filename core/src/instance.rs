@@ -1,0 +1,198 @@
+//! One instance (one connection, or one internal service thread) as the core
+//! sees it: its window, its queue, its subscriptions and where its frames go.
+
+use crate::config::ServiceOptions;
+use crate::queue::PriorityQueue;
+use crate::registry::InstanceId;
+use ahash::AHashMap;
+use cumulo_proto::{Status, TransId};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_util::sync::CancellationToken;
+
+/// A request the core holds on to: queued, parked, or handed to an internal
+/// service. Requests delivered at once to a socket are never copied into one.
+#[derive(Debug, Clone)]
+pub struct OwnedRequest {
+    pub trans_id: TransId,
+    pub sender: InstanceId,
+    pub deadline: Instant,
+    pub priority: i8,
+    /// REQUEST flags (sync, multicast copy).
+    pub flags: u8,
+    pub wait_for_service: bool,
+    pub name: Box<str>,
+    /// The pattern it matched, once routed.
+    pub pattern: Option<Rc<str>>,
+    pub request_info: Box<[u8]>,
+    pub request: Box<[u8]>,
+}
+
+impl OwnedRequest {
+    /// Milliseconds left before its deadline (at least 1, so a request is
+    /// never delivered with a zero "use the default" timeout).
+    pub fn remaining_ms(&self, now: Instant) -> u32 {
+        remaining_ms(self.deadline, now)
+    }
+}
+
+pub fn remaining_ms(deadline: Instant, now: Instant) -> u32 {
+    (deadline.saturating_duration_since(now).as_millis() as u64).clamp(1, u32::MAX as u64) as u32
+}
+
+/// An answer as an internal service receives it.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub trans_id: TransId,
+    pub status: Status,
+    pub response_info: Vec<u8>,
+    pub response: Vec<u8>,
+}
+
+/// Bytes waiting to be written to a connection. The routing code appends
+/// frames; the connection's writer task swaps the buffer out and writes it in
+/// one call, so everything routed in one turn of the event loop leaves in one
+/// write.
+pub struct Outbox {
+    buf: RefCell<Vec<u8>>,
+    wake: Notify,
+    closed: Cell<bool>,
+    /// Set when the peer fell more than the limit behind (a slow consumer).
+    pub overflowed: Cell<bool>,
+    /// Cancels the connection's reader when the core closes it.
+    pub cancel: CancellationToken,
+    max: usize,
+}
+
+impl Outbox {
+    pub fn new(max: usize) -> Rc<Outbox> {
+        Rc::new(Outbox {
+            buf: RefCell::new(Vec::with_capacity(64 * 1024)),
+            wake: Notify::new(),
+            closed: Cell::new(false),
+            overflowed: Cell::new(false),
+            cancel: CancellationToken::new(),
+            max,
+        })
+    }
+
+    /// Appends frames; returns false (and closes) when the peer has fallen
+    /// more than the limit behind.
+    pub fn push(&self, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+        if self.closed.get() {
+            return false;
+        }
+        let mut buf = self.buf.borrow_mut();
+        let was_empty = buf.is_empty();
+        write(&mut buf);
+        let over = buf.len() > self.max;
+        drop(buf);
+        if was_empty {
+            self.wake.notify_one();
+        }
+        if over {
+            self.overflowed.set(true);
+            self.close();
+        }
+        !over
+    }
+
+    /// Stops taking frames; what is buffered is still written, then the
+    /// connection closes.
+    pub fn close(&self) {
+        if !self.closed.replace(true) {
+            self.wake.notify_one();
+            self.cancel.cancel();
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.get()
+    }
+
+    pub fn pending(&self) -> usize {
+        self.buf.borrow().len()
+    }
+
+    /// Waits for frames; swaps them into `into`. Returns false once closed
+    /// and drained.
+    pub async fn next_batch(&self, into: &mut Vec<u8>) -> bool {
+        loop {
+            {
+                let mut buf = self.buf.borrow_mut();
+                if !buf.is_empty() {
+                    std::mem::swap(&mut *buf, into);
+                    return true;
+                }
+                if self.closed.get() {
+                    return false;
+                }
+            }
+            self.wake.notified().await;
+        }
+    }
+}
+
+/// Where an internal service instance receives its traffic.
+pub struct InternalInbox {
+    pub requests: mpsc::UnboundedSender<OwnedRequest>,
+    /// send_sync callers waiting for one trans_id.
+    pub waiting: RefCell<AHashMap<TransId, oneshot::Sender<Response>>>,
+    /// Responses of send_async calls, until recv_async collects them.
+    pub unclaimed: RefCell<VecDeque<Response>>,
+    pub unclaimed_wake: Notify,
+}
+
+impl InternalInbox {
+    pub fn deliver(&self, r: Response) {
+        if let Some(tx) = self.waiting.borrow_mut().remove(&r.trans_id) {
+            let _ = tx.send(r);
+            return;
+        }
+        self.unclaimed.borrow_mut().push_back(r);
+        self.unclaimed_wake.notify_waiters();
+    }
+}
+
+pub enum Endpoint {
+    Socket(Rc<Outbox>),
+    Internal(Rc<InternalInbox>),
+}
+
+/// Which managed process an instance belongs to (none for unmanaged ones).
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub service: usize,
+    pub process_index: u32,
+    pub token: Rc<str>,
+}
+
+pub struct Instance {
+    pub id: InstanceId,
+    pub prefix: Rc<str>,
+    /// For logs: "/tests/http_req/ process 1 thread 0".
+    pub label: String,
+    pub origin: Option<Origin>,
+    pub options: Rc<ServiceOptions>,
+    pub window: u32,
+    /// Requests delivered and not yet returned or forwarded.
+    pub delivered: Vec<TransId>,
+    pub queue: PriorityQueue<OwnedRequest>,
+    pub subscriptions: Vec<Rc<str>>,
+    pub endpoint: Endpoint,
+    pub last_rx: Instant,
+}
+
+impl Instance {
+    pub fn has_room(&self) -> bool {
+        (self.delivered.len() as u32) < self.window
+    }
+
+    /// Delivered plus queued: the "busy" measure of least-busy selection.
+    pub fn load(&self) -> usize {
+        self.delivered.len() + self.queue.len()
+    }
+}

@@ -1,0 +1,34 @@
+//! Internal services: services that run inside the core, on its event loop,
+//! behind one trait and with the same calls as external instances
+//! (subscribe, send_async, send_sync, mcast_async, recv_async, return,
+//! forward). The HTTP gateway and the load generator are built on it.
+
+mod api;
+mod echo;
+
+pub use api::InternalApi;
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// Names accepted in `internal = "..."`.
+pub const KNOWN: &[&str] = &["echo"];
+
+pub fn is_known(name: &str) -> bool {
+    KNOWN.contains(&name)
+}
+
+/// A service built into the core. One value is created per instance
+/// (count_process x count_thread of them); `run` owns its instance's API
+/// until the core stops.
+pub trait InternalService {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
+}
+
+/// Creates one instance of the internal service `name` from its settings.
+pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
+    match name {
+        "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
+        other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
+    }
+}

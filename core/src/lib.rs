@@ -1,0 +1,26 @@
+//! cumulo core: the daemon that starts, supervises and connects services.
+//!
+//! Module map (see docs/ARCHITECTURE.md):
+//! - `config`: the TOML file, defaults, validation;
+//! - `pattern`, `registry`: names, wildcard patterns, who subscribes what;
+//! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
+//!   windows, timeouts — the hot path;
+//! - `listener`: sockets, handshake, frame reading and batched writing;
+//! - `supervisor`, `os`: service processes, restarts, termination;
+//! - `internal`: services inside the core behind one trait;
+//! - `daemon`: wires the parts together and runs the event loop.
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod daemon;
+pub mod instance;
+pub mod internal;
+pub mod listener;
+pub mod metrics;
+mod os;
+pub mod pattern;
+pub mod queue;
+pub mod registry;
+pub mod routing;
+pub mod state;
+pub mod supervisor;

@@ -1,0 +1,39 @@
+//! The few operating-system calls the standard library and tokio do not
+//! offer. The only module allowed `unsafe`.
+#![allow(unsafe_code)]
+
+use tokio::process::Command;
+
+/// Makes a child die with the core (PR_SET_PDEATHSIG): if the core is killed
+/// with SIGKILL, its services do not linger as orphans.
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+/// Signals a process's whole group (services run as group leaders, so
+/// wrappers and their children get the signal too).
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) with a plain pid and signal number.
+    unsafe {
+        libc::kill(-(pid as i32), sig);
+    }
+}
+
+/// Fills `buf` from the kernel's random source.
+pub fn random_bytes(buf: &mut [u8]) {
+    use std::io::Read;
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        if f.read_exact(buf).is_ok() {
+            return;
+        }
+    }
+    for b in buf.iter_mut() {
+        *b = fastrand::u8(..);
+    }
+}

@@ -1,0 +1,459 @@
+//! The hot path: a request arrives, is matched to a pattern, an instance is
+//! chosen, and the request is delivered or queued; an answer goes back to its
+//! sender. Every accepted request ends in exactly one RESPONSE: the answer,
+//! or an error (NO_SERVICE, QUEUE_FULL, TIMEOUT, CRASHED, SHUTTING_DOWN).
+
+use crate::config::DestRefresh;
+use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
+use crate::registry::{InstanceId, PatternEntry};
+use crate::state::{Core, InFlight};
+use cumulo_proto::{
+    kind, Control, Frame, Return, Send, Status, TransId, REQUEST_MCAST, REQUEST_SYNC, SEND_WAIT_FOR_SERVICE,
+};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// A request being routed, borrowed from the frame it came in (or from an
+/// owned copy when it was queued).
+pub struct Route<'a> {
+    pub trans_id: TransId,
+    pub sender: InstanceId,
+    pub deadline: Instant,
+    pub priority: i8,
+    pub flags: u8,
+    pub wait_for_service: bool,
+    pub name: &'a str,
+    pub request_info: &'a [u8],
+    pub request: &'a [u8],
+}
+
+impl Route<'_> {
+    fn to_owned(&self, pattern: Option<Rc<str>>) -> OwnedRequest {
+        OwnedRequest {
+            trans_id: self.trans_id,
+            sender: self.sender,
+            deadline: self.deadline,
+            priority: self.priority,
+            flags: self.flags,
+            wait_for_service: self.wait_for_service,
+            name: self.name.into(),
+            pattern,
+            request_info: self.request_info.into(),
+            request: self.request.into(),
+        }
+    }
+}
+
+impl OwnedRequest {
+    fn route(&self) -> Route<'_> {
+        Route {
+            trans_id: self.trans_id,
+            sender: self.sender,
+            deadline: self.deadline,
+            priority: self.priority,
+            flags: self.flags,
+            wait_for_service: self.wait_for_service,
+            name: &self.name,
+            request_info: &self.request_info,
+            request: &self.request,
+        }
+    }
+}
+
+/// Picks one instance of a pattern for a sender.
+fn select(entry: &mut PatternEntry, how: DestRefresh, instances: &ahash::AHashMap<InstanceId, Instance>) -> InstanceId {
+    let list = &entry.instances;
+    if list.len() == 1 {
+        return list[0];
+    }
+    match how {
+        DestRefresh::RoundRobin => {
+            entry.next = (entry.next + 1) % list.len();
+            list[entry.next]
+        }
+        DestRefresh::LeastBusy => {
+            // Ties go to a random one of the least busy, so equal instances
+            // share the load instead of the first taking it all.
+            let start = fastrand::usize(..list.len());
+            (0..list.len())
+                .map(|k| list[(start + k) % list.len()])
+                .min_by_key(|id| instances.get(id).map_or(usize::MAX, Instance::load))
+                .unwrap()
+        }
+        _ => list[fastrand::usize(..list.len())],
+    }
+}
+
+impl Core {
+    /// Handles one frame from a socket instance after its handshake.
+    pub fn handle_frame(&mut self, id: InstanceId, frame: Frame<'_>) -> Result<(), (Status, String)> {
+        match frame {
+            Frame::SendAsync(s) => self.send(id, &s, false)?,
+            Frame::SendSync(s) => self.send(id, &s, true)?,
+            Frame::Return(r) => self.ret(id, &r)?,
+            Frame::Forward(s) => self.forward(id, &s)?,
+            Frame::McastAsync(s) => {
+                let (ids, failed) = self.mcast(id, &s);
+                self.with_outbox(id, |b| cumulo_proto::encode_mcast_sent(b, &s.trans_id, &ids));
+                for (tid, status, msg) in failed {
+                    self.respond(id, &tid, status, b"", msg.as_bytes());
+                }
+            }
+            Frame::Subscribe(c) => {
+                let r = self.subscribe(id, c.pattern).map(|_| 0);
+                self.reply(id, &c, r);
+            }
+            Frame::Unsubscribe(c) => {
+                let r = self.unsubscribe(id, c.pattern).map(|_| 0);
+                self.reply(id, &c, r);
+            }
+            Frame::SubscribeCount(c) => {
+                let r = Ok(self.subscribe_count(id, c.pattern));
+                self.reply(id, &c, r);
+            }
+            Frame::Ping(n) => self.with_outbox(id, |b| cumulo_proto::encode_ping(b, kind::PONG, n)),
+            Frame::Pong(_) => {}
+            Frame::Goodbye => {
+                // No new requests for it; what it holds it may still return.
+                let subs = self.instances.get_mut(&id).map(|i| std::mem::take(&mut i.subscriptions));
+                for p in subs.unwrap_or_default() {
+                    self.registry.unsubscribe(&p, id);
+                }
+            }
+            Frame::Hello(_) => return Err((Status::Protocol, "HELLO sent twice".into())),
+            other => {
+                return Err((Status::Protocol, format!("{} is a core-to-instance frame", other.type_name())));
+            }
+        }
+        Ok(())
+    }
+
+    fn with_outbox(&self, id: InstanceId, write: impl FnOnce(&mut Vec<u8>)) {
+        if let Some(Instance { endpoint: Endpoint::Socket(out), .. }) = self.instances.get(&id) {
+            out.push(write);
+        }
+    }
+
+    fn reply(&self, id: InstanceId, c: &Control, result: Result<u32, (Status, String)>) {
+        let (status, value, message) = match &result {
+            Ok(v) => (Status::Ok, *v, ""),
+            Err((s, m)) => (*s, 0, m.as_str()),
+        };
+        self.with_outbox(id, |b| {
+            cumulo_proto::encode_reply(
+                b,
+                &cumulo_proto::Reply { req_id: c.req_id, status: status.code(), value, message },
+            )
+        });
+    }
+
+    fn full_pattern(&self, id: InstanceId, pattern: &str) -> Result<String, (Status, String)> {
+        let inst = self.instances.get(&id).ok_or((Status::Protocol, "no such instance".to_string()))?;
+        let full = format!("{}{}", inst.prefix, pattern);
+        crate::pattern::validate(&full).map_err(|why| (Status::InvalidArgument, why))?;
+        Ok(full)
+    }
+
+    pub fn subscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), (Status, String)> {
+        let full = self.full_pattern(id, pattern)?;
+        let key = self.registry.subscribe(&full, id);
+        if let Some(inst) = self.instances.get_mut(&id) {
+            tracing::debug!(instance = id, "{} subscribed {full}", inst.label);
+            inst.subscriptions.push(key);
+        }
+        if !self.parked.is_empty() {
+            for q in std::mem::take(&mut self.parked) {
+                if self.inflight.contains_key(&q.trans_id) {
+                    self.reroute(q);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn unsubscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), (Status, String)> {
+        let full = self.full_pattern(id, pattern)?;
+        if !self.registry.unsubscribe(&full, id) {
+            return Err((Status::InvalidArgument, format!("'{full}' is not subscribed by this instance")));
+        }
+        if let Some(inst) = self.instances.get_mut(&id) {
+            if let Some(i) = inst.subscriptions.iter().position(|p| **p == *full) {
+                inst.subscriptions.swap_remove(i);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn subscribe_count(&self, id: InstanceId, pattern: &str) -> u32 {
+        self.full_pattern(id, pattern).map_or(0, |full| self.registry.count(&full, id))
+    }
+
+    /// SEND_ASYNC / SEND_SYNC from instance `id`.
+    pub fn send(&mut self, id: InstanceId, s: &Send<'_>, sync: bool) -> Result<(), (Status, String)> {
+        let now = Instant::now();
+        let Some(sender) = self.instances.get_mut(&id) else { return Ok(()) };
+        sender.last_rx = now;
+        let opts = sender.options.clone();
+        let fail = |core: &Core, status: Status, msg: String| {
+            core.respond(id, &s.trans_id, status, b"", msg.as_bytes());
+            Ok(())
+        };
+        if s.trans_id.instance_id() != id || s.trans_id.node_id() != self.limits.node_id {
+            return fail(self, Status::Malformed, format!(
+                "trans_id {} is not stamped with this instance (node {}, instance {id}); see PROTOCOL.md 2.2",
+                s.trans_id, self.limits.node_id
+            ));
+        }
+        if self.inflight.contains_key(&s.trans_id) {
+            return fail(self, Status::Malformed, format!("trans_id {} is already in flight", s.trans_id));
+        }
+        if self.shutting_down {
+            return fail(self, Status::ShuttingDown, "the core is shutting down".into());
+        }
+        if opts.dest_refresh == DestRefresh::None {
+            return fail(self, Status::InvalidArgument, "this service has dest_refresh = none: it may not send".into());
+        }
+        let timeout = match s.timeout {
+            0 if sync => opts.timeout_sync,
+            0 => opts.timeout_async,
+            t => t,
+        };
+        self.stats.requests += 1;
+        let route = Route {
+            trans_id: s.trans_id,
+            sender: id,
+            deadline: now + Duration::from_millis(timeout as u64),
+            priority: s.priority,
+            flags: if sync { REQUEST_SYNC } else { 0 },
+            wait_for_service: s.flags & SEND_WAIT_FOR_SERVICE != 0,
+            name: s.name,
+            request_info: s.request_info,
+            request: s.request,
+        };
+        self.route(&route, None, timeout);
+        Ok(())
+    }
+
+    /// Routes a new request (`existing` = None) or one already in flight
+    /// (forwarded or re-routed; its timer is already armed).
+    fn route(&mut self, r: &Route<'_>, existing: Option<()>, timeout_ms: u32) {
+        let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
+        let Some(entry) = self.registry.lookup(r.name) else {
+            if r.wait_for_service && Instant::now() < r.deadline {
+                if existing.is_none() {
+                    let timer = self.arm_timer(r.trans_id, r.deadline);
+                    self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, timeout_ms, timer, flags: r.flags });
+                } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
+                    f.dest = 0;
+                }
+                self.parked.push(r.to_owned(None));
+                return;
+            }
+            return self.fail(r, existing, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
+        };
+        let dest = select(entry, how, &self.instances);
+        let pattern = entry.pattern.clone();
+        let Some(inst) = self.instances.get(&dest) else {
+            return self.fail(r, existing, Status::NoService, format!("no instance left for '{}'", r.name));
+        };
+        let deliver_now = inst.has_room() && inst.queue.is_empty();
+        if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
+            let msg = format!("queue of {} is full ({} requests, queue_limit)", inst.label, inst.queue.len());
+            self.stats.queue_full += 1;
+            return self.fail(r, existing, Status::QueueFull, msg);
+        }
+        match existing {
+            None => {
+                let timer = self.arm_timer(r.trans_id, r.deadline);
+                self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, timeout_ms, timer, flags: r.flags });
+            }
+            Some(()) => {
+                if let Some(f) = self.inflight.get_mut(&r.trans_id) {
+                    f.dest = dest;
+                }
+            }
+        }
+        let node = self.limits.node_id;
+        let inst = self.instances.get_mut(&dest).unwrap();
+        if deliver_now {
+            deliver(inst, r, &pattern, node);
+        } else {
+            inst.queue.push(r.priority, r.to_owned(Some(pattern)));
+        }
+    }
+
+    /// Ends a request that could not be routed with an explicit error.
+    fn fail(&mut self, r: &Route<'_>, existing: Option<()>, status: Status, msg: String) {
+        if existing.is_some() {
+            if let Some(f) = self.inflight.remove(&r.trans_id) {
+                self.timers.remove(&f.timer);
+            }
+        }
+        if status == Status::NoService {
+            self.stats.no_service += 1;
+        }
+        self.respond(r.sender, &r.trans_id, status, b"", msg.as_bytes());
+    }
+
+    /// A queued or parked request whose instance went away, or that now has a
+    /// subscriber: route it again.
+    pub fn reroute(&mut self, q: OwnedRequest) {
+        let timeout = self.inflight.get(&q.trans_id).map_or(0, |f| f.timeout_ms);
+        self.route(&q.route(), Some(()), timeout);
+    }
+
+    /// Delivers queued requests while the instance has room.
+    fn pump(&mut self, id: InstanceId) {
+        let node = self.limits.node_id;
+        let Some(inst) = self.instances.get_mut(&id) else { return };
+        while inst.has_room() {
+            let Some(q) = inst.queue.pop() else { break };
+            if !self.inflight.contains_key(&q.trans_id) {
+                continue; // timed out while queued
+            }
+            let pattern = q.pattern.clone().unwrap_or_else(|| Rc::from(""));
+            deliver(inst, &q.route(), &pattern, node);
+        }
+    }
+
+    /// RETURN from the instance that handled a request.
+    pub fn ret(&mut self, id: InstanceId, r: &Return<'_>) -> Result<(), (Status, String)> {
+        let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
+        inst.last_rx = Instant::now();
+        let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) else {
+            self.stats.late += 1;
+            return Ok(()); // late (timed out) or unknown: nobody waits for it
+        };
+        inst.delivered.swap_remove(i);
+        match self.inflight.remove(&r.trans_id) {
+            Some(f) => {
+                self.timers.remove(&f.timer);
+                self.stats.responses += 1;
+                self.respond(f.sender, &r.trans_id, cumulo_proto::Status::from_code(r.status), r.response_info, r.response);
+            }
+            None => self.stats.late += 1,
+        }
+        self.pump(id);
+        Ok(())
+    }
+
+    /// FORWARD: the instance hands the request it is handling to another
+    /// name; the original sender will get the final answer, within what is
+    /// left of the original timeout.
+    pub fn forward(&mut self, id: InstanceId, s: &Send<'_>) -> Result<(), (Status, String)> {
+        let now = Instant::now();
+        let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
+        inst.last_rx = now;
+        let Some(i) = inst.delivered.iter().position(|t| *t == s.trans_id) else {
+            return Ok(()); // timed out already: its sender has its answer
+        };
+        inst.delivered.swap_remove(i);
+        let Some(f) = self.inflight.get_mut(&s.trans_id) else {
+            self.pump(id);
+            return Ok(());
+        };
+        if s.timeout > 0 {
+            let asked = now + Duration::from_millis(s.timeout as u64);
+            if asked < f.deadline {
+                f.deadline = asked;
+                self.timers.reset_at(&f.timer, asked.into());
+            }
+        }
+        let route = Route {
+            trans_id: s.trans_id,
+            sender: f.sender,
+            deadline: f.deadline,
+            priority: s.priority,
+            flags: f.flags,
+            wait_for_service: s.flags & SEND_WAIT_FOR_SERVICE != 0,
+            name: s.name,
+            request_info: s.request_info,
+            request: s.request,
+        };
+        let timeout = f.timeout_ms;
+        self.stats.forwards += 1;
+        self.route(&route, Some(()), timeout);
+        self.pump(id);
+        Ok(())
+    }
+
+    /// MCAST_ASYNC: one copy to every instance of every matching pattern.
+    /// Returns the copies' trans_ids, and the copies that failed at once
+    /// (to be answered after MCAST_SENT).
+    pub fn mcast(&mut self, id: InstanceId, s: &Send<'_>) -> (Vec<TransId>, Vec<(TransId, Status, String)>) {
+        let now = Instant::now();
+        let Some(sender) = self.instances.get_mut(&id) else { return (vec![], vec![]) };
+        sender.last_rx = now;
+        let timeout = if s.timeout == 0 { sender.options.timeout_async } else { s.timeout };
+        let deadline = now + Duration::from_millis(timeout as u64);
+        let mut ids = Vec::new();
+        let mut failed = Vec::new();
+        if self.shutting_down {
+            return (ids, failed);
+        }
+        let node = self.limits.node_id;
+        for (dest, pattern) in self.registry.lookup_all(s.name) {
+            let tid = self.ids.next();
+            ids.push(tid);
+            let Some(inst) = self.instances.get(&dest) else { continue };
+            let deliver_now = inst.has_room() && inst.queue.is_empty();
+            if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
+                failed.push((tid, Status::QueueFull, format!("queue of {} is full", inst.label)));
+                continue;
+            }
+            let timer = self.arm_timer(tid, deadline);
+            self.inflight.insert(tid, InFlight { sender: id, dest, deadline, timeout_ms: timeout, timer, flags: REQUEST_MCAST });
+            self.stats.requests += 1;
+            let route = Route {
+                trans_id: tid,
+                sender: id,
+                deadline,
+                priority: s.priority,
+                flags: REQUEST_MCAST,
+                wait_for_service: false,
+                name: s.name,
+                request_info: s.request_info,
+                request: s.request,
+            };
+            let inst = self.instances.get_mut(&dest).unwrap();
+            if deliver_now {
+                deliver(inst, &route, &pattern, node);
+            } else {
+                inst.queue.push(s.priority, route.to_owned(Some(pattern)));
+            }
+        }
+        (ids, failed)
+    }
+}
+
+/// Hands a request to an instance that has room: encoded straight into its
+/// socket's outbox (no copy of the payload besides that one), or copied to an
+/// internal service.
+fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32) {
+    inst.delivered.push(r.trans_id);
+    let timeout = remaining_ms(r.deadline, Instant::now());
+    let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
+    match &inst.endpoint {
+        Endpoint::Socket(out) => {
+            out.push(|b| {
+                cumulo_proto::encode_request(
+                    b,
+                    &cumulo_proto::Request {
+                        trans_id: r.trans_id,
+                        timeout,
+                        priority: r.priority,
+                        flags: r.flags,
+                        source,
+                        name: r.name,
+                        pattern,
+                        request_info: r.request_info,
+                        request: r.request,
+                    },
+                )
+            });
+        }
+        Endpoint::Internal(inbox) => {
+            let _ = inbox.requests.send(r.to_owned(Some(Rc::from(pattern))));
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! The core's shared state: instances, registry, requests in flight and their
+//! timers. It lives on the core's single event-loop thread (`Rc<RefCell<_>>`):
+//! routing a request touches no lock and no atomic, like the minimal relay it
+//! is measured against. The routing itself is in `routing.rs`; this file
+//! holds the state and the lifecycle of instances.
+
+use crate::config::{ServiceOptions, MAX_WINDOW};
+use crate::instance::{Endpoint, Instance, Origin, OwnedRequest};
+use crate::metrics::Stats;
+use crate::registry::{InstanceId, Registry};
+use ahash::AHashMap;
+use cumulo_proto::{Status, TransId, TransIdGen};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio_util::time::{delay_queue, DelayQueue};
+
+pub type Shared = Rc<RefCell<Core>>;
+
+/// Settings the routing code needs on every request.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub node_id: u32,
+    pub max_frame: u32,
+    pub max_outbox: usize,
+    pub keepalive: Duration,
+    pub max_connections: u32,
+    pub allow_unmanaged: bool,
+}
+
+/// A request in flight: accepted from `sender`, not yet answered.
+#[derive(Debug)]
+pub struct InFlight {
+    pub sender: InstanceId,
+    /// The instance it is queued at or delivered to; 0 while parked.
+    pub dest: InstanceId,
+    pub deadline: Instant,
+    pub timeout_ms: u32,
+    pub timer: delay_queue::Key,
+    /// REQUEST flags to keep when the request is forwarded.
+    pub flags: u8,
+}
+
+/// A managed process as the core knows it (the supervisor owns the OS side).
+#[derive(Debug)]
+pub struct ProcessSlot {
+    pub service: usize,
+    pub prefix: Rc<str>,
+    pub process_index: u32,
+    pub process_count: u32,
+    pub thread_count: u32,
+    pub options: Rc<ServiceOptions>,
+    /// thread_index → instance, while connected.
+    pub threads: Vec<Option<InstanceId>>,
+    /// Woken when every thread has connected (init done).
+    pub ready: Rc<Notify>,
+    pub pid: Option<u32>,
+}
+
+pub struct Core {
+    pub limits: Limits,
+    pub unmanaged_options: Rc<ServiceOptions>,
+    pub instances: AHashMap<InstanceId, Instance>,
+    next_instance: InstanceId,
+    pub registry: Registry,
+    pub inflight: AHashMap<TransId, InFlight>,
+    pub timers: DelayQueue<TransId>,
+    pub timers_wake: Rc<Notify>,
+    /// Requests waiting for a subscriber (WAIT_FOR_SERVICE).
+    pub parked: Vec<OwnedRequest>,
+    /// trans_ids of requests the core originates (multicast copies).
+    pub ids: TransIdGen,
+    pub processes: AHashMap<Rc<str>, ProcessSlot>,
+    pub shutting_down: bool,
+    pub stats: Stats,
+}
+
+/// What a connection learns when its HELLO is accepted.
+pub struct Accepted {
+    pub id: InstanceId,
+    pub prefix: Rc<str>,
+    pub options: Rc<ServiceOptions>,
+    pub window: u32,
+    pub process_index: u32,
+    pub process_count: u32,
+    pub thread_count: u32,
+}
+
+impl Core {
+    pub fn new(limits: Limits, unmanaged_options: ServiceOptions) -> Core {
+        let node_id = limits.node_id;
+        Core {
+            limits,
+            unmanaged_options: Rc::new(unmanaged_options),
+            instances: AHashMap::new(),
+            next_instance: 1,
+            registry: Registry::default(),
+            inflight: AHashMap::new(),
+            timers: DelayQueue::new(),
+            timers_wake: Rc::new(Notify::new()),
+            parked: Vec::new(),
+            ids: TransIdGen::new(node_id, 0),
+            processes: AHashMap::new(),
+            shutting_down: false,
+            stats: Stats::default(),
+        }
+    }
+
+    fn new_id(&mut self) -> InstanceId {
+        loop {
+            let id = self.next_instance;
+            self.next_instance = self.next_instance.checked_add(1).unwrap_or(1);
+            if id != 0 && !self.instances.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Admits a connection that sent HELLO: a managed process's thread (by
+    /// token) or an unmanaged client (by prefix).
+    pub fn admit(
+        &mut self,
+        token: &str,
+        prefix: &str,
+        thread_index: u32,
+        window: u32,
+        endpoint: Endpoint,
+    ) -> Result<Accepted, (Status, String)> {
+        if self.shutting_down {
+            return Err((Status::ShuttingDown, "the core is shutting down".into()));
+        }
+        if self.instances.len() as u32 >= self.limits.max_connections {
+            return Err((
+                Status::InvalidArgument,
+                format!("connection limit reached ({} instances, core.max_connections)", self.limits.max_connections),
+            ));
+        }
+        let id = self.new_id();
+        let (prefix, options, origin, label, pi, pc, tc) = if token.is_empty() {
+            if !self.limits.allow_unmanaged {
+                return Err((Status::Unauthorized, "unmanaged instances are refused (core.allow_unmanaged = false)".into()));
+            }
+            if !prefix.starts_with('/') {
+                return Err((Status::InvalidArgument, format!("unmanaged prefix '{prefix}' must start with '/'")));
+            }
+            if let Err(why) = crate::pattern::validate(prefix) {
+                return Err((Status::InvalidArgument, why));
+            }
+            let label = format!("unmanaged instance {id} ({prefix})");
+            (Rc::from(prefix), self.unmanaged_options.clone(), None, label, 0, 1, 1)
+        } else {
+            let Some(slot) = self.processes.get_mut(token) else {
+                return Err((Status::Unauthorized, "unknown token: this process was not started by this core".into()));
+            };
+            let Some(thread) = slot.threads.get_mut(thread_index as usize) else {
+                return Err((
+                    Status::InvalidArgument,
+                    format!("thread_index {thread_index} out of range (count_thread = {})", slot.thread_count),
+                ));
+            };
+            if thread.is_some() {
+                return Err((Status::InvalidArgument, format!("thread_index {thread_index} is already connected")));
+            }
+            *thread = Some(id);
+            if slot.threads.iter().all(Option::is_some) {
+                slot.ready.notify_one();
+            }
+            let label = format!("{} process {} thread {}", slot.prefix, slot.process_index, thread_index);
+            let origin = Origin { service: slot.service, process_index: slot.process_index, token: Rc::from(token) };
+            (slot.prefix.clone(), slot.options.clone(), Some(origin), label, slot.process_index, slot.process_count, slot.thread_count)
+        };
+        let window = window.clamp(1, options.max_window.min(MAX_WINDOW));
+        tracing::debug!(instance = id, "{label} connected (window {window})");
+        self.instances.insert(
+            id,
+            Instance {
+                id,
+                prefix: prefix.clone(),
+                label,
+                origin,
+                options: options.clone(),
+                window,
+                delivered: Vec::new(),
+                queue: Default::default(),
+                subscriptions: Vec::new(),
+                endpoint,
+                last_rx: Instant::now(),
+            },
+        );
+        Ok(Accepted { id, prefix, options, window, process_index: pi, process_count: pc, thread_count: tc })
+    }
+
+    /// Registers an internal service instance (it needs no handshake).
+    pub fn admit_internal(
+        &mut self,
+        prefix: &str,
+        options: Rc<ServiceOptions>,
+        inbox: Rc<crate::instance::InternalInbox>,
+        process_index: u32,
+    ) -> Result<InstanceId, (Status, String)> {
+        if self.shutting_down {
+            return Err((Status::ShuttingDown, "the core is shutting down".into()));
+        }
+        let id = self.new_id();
+        let label = format!("{prefix} internal instance {process_index}");
+        tracing::debug!(instance = id, "{label} started");
+        self.instances.insert(
+            id,
+            Instance {
+                id,
+                prefix: Rc::from(prefix),
+                label,
+                origin: None,
+                window: options.max_window,
+                options,
+                delivered: Vec::new(),
+                queue: Default::default(),
+                subscriptions: Vec::new(),
+                endpoint: Endpoint::Internal(inbox),
+                last_rx: Instant::now(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// An instance is gone (connection closed, process died): its
+    /// subscriptions end, requests it was handling fail with CRASHED at once,
+    /// and requests still queued for it go to another instance.
+    pub fn remove_instance(&mut self, id: InstanceId, why: &str) {
+        let Some(mut inst) = self.instances.remove(&id) else { return };
+        for p in &inst.subscriptions {
+            self.registry.unsubscribe(p, id);
+        }
+        if let Some(o) = &inst.origin {
+            if let Some(slot) = self.processes.get_mut(&o.token) {
+                for t in slot.threads.iter_mut().filter(|t| **t == Some(id)) {
+                    *t = None;
+                }
+            }
+        }
+        let crashed = format!("{} went away while handling the request ({why})", inst.label);
+        for tid in inst.delivered.drain(..) {
+            if let Some(f) = self.inflight.remove(&tid) {
+                self.timers.remove(&f.timer);
+                self.stats.crashed += 1;
+                self.respond(f.sender, &tid, Status::Crashed, b"", crashed.as_bytes());
+            }
+        }
+        let queued: Vec<OwnedRequest> = inst.queue.drain().collect();
+        for q in queued {
+            if self.inflight.contains_key(&q.trans_id) {
+                self.reroute(q);
+            }
+        }
+        tracing::debug!(instance = id, "{} disconnected: {why}", inst.label);
+    }
+
+    /// Sends an answer to whoever sent the request, if it is still there.
+    pub fn respond(&self, sender: InstanceId, tid: &TransId, status: Status, info: &[u8], body: &[u8]) {
+        let Some(inst) = self.instances.get(&sender) else { return };
+        match &inst.endpoint {
+            Endpoint::Socket(out) => {
+                out.push(|b| {
+                    cumulo_proto::encode_return(
+                        b,
+                        cumulo_proto::kind::RESPONSE,
+                        &cumulo_proto::Return { trans_id: *tid, status: status.code(), response_info: info, response: body },
+                    )
+                });
+            }
+            Endpoint::Internal(inbox) => inbox.deliver(crate::instance::Response {
+                trans_id: *tid,
+                status,
+                response_info: info.to_vec(),
+                response: body.to_vec(),
+            }),
+        }
+    }
+
+    /// Arms the timeout of a request.
+    pub fn arm_timer(&mut self, tid: TransId, deadline: Instant) -> delay_queue::Key {
+        let was_empty = self.timers.is_empty();
+        let key = self.timers.insert_at(tid, deadline.into());
+        if was_empty {
+            self.timers_wake.notify_one();
+        }
+        key
+    }
+
+    /// A request's timer fired: its sender gets TIMEOUT now. A late answer
+    /// will be dropped.
+    pub fn expire(&mut self, tid: TransId) {
+        let Some(f) = self.inflight.remove(&tid) else { return };
+        self.stats.timeouts += 1;
+        let where_ = match self.instances.get(&f.dest) {
+            Some(i) if i.delivered.contains(&tid) => format!("being handled by {}", i.label),
+            Some(i) => format!("queued for {}", i.label),
+            None if f.dest == 0 => "waiting for a service to subscribe".to_string(),
+            None => "its instance is gone".to_string(),
+        };
+        let msg = format!("no response within {} ms (request was {where_})", f.timeout_ms);
+        self.respond(f.sender, &tid, Status::Timeout, b"", msg.as_bytes());
+    }
+
+    /// Keep-alive round: ping every socket instance; close those that have
+    /// been silent for 3 intervals while not inside any request's timeout.
+    /// Returns the pids of managed processes found hung, to be killed.
+    pub fn keepalive_tick(&mut self, now: Instant, nonce: u64) -> Vec<u32> {
+        let inflight = &self.inflight;
+        self.parked.retain(|q| inflight.contains_key(&q.trans_id));
+        let limit = self.limits.keepalive * 3;
+        let mut hung = Vec::new();
+        for inst in self.instances.values() {
+            let Endpoint::Socket(out) = &inst.endpoint else { continue };
+            out.push(|b| cumulo_proto::encode_ping(b, cumulo_proto::kind::PING, nonce));
+            let silent = now.saturating_duration_since(inst.last_rx) > limit;
+            let busy_in_time =
+                inst.delivered.iter().any(|t| self.inflight.get(t).is_some_and(|f| f.deadline > now));
+            if silent && !busy_in_time {
+                hung.push(inst.id);
+            }
+        }
+        let mut pids = Vec::new();
+        for id in &hung {
+            if let Some(inst) = self.instances.get(id) {
+                tracing::warn!(instance = id, "{} sent nothing for {:?}: closing it as hung", inst.label, limit);
+                if let Endpoint::Socket(out) = &inst.endpoint {
+                    out.close();
+                }
+                let pid = inst.origin.as_ref().and_then(|o| self.processes.get(&o.token)).and_then(|s| s.pid);
+                pids.extend(pid);
+            }
+        }
+        pids
+    }
+
+    /// Stops taking requests: queued and parked ones fail with SHUTTING_DOWN,
+    /// every instance gets TERMINATE.
+    pub fn begin_shutdown(&mut self, terminate_ms: u32) {
+        self.shutting_down = true;
+        let parked = std::mem::take(&mut self.parked);
+        let mut queued: Vec<OwnedRequest> = parked;
+        for inst in self.instances.values_mut() {
+            queued.extend(inst.queue.drain());
+        }
+        for q in queued {
+            if let Some(f) = self.inflight.remove(&q.trans_id) {
+                self.timers.remove(&f.timer);
+                self.respond(f.sender, &q.trans_id, Status::ShuttingDown, b"", b"the core is shutting down");
+            }
+        }
+        for inst in self.instances.values() {
+            if let Endpoint::Socket(out) = &inst.endpoint {
+                out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
+            }
+        }
+    }
+}

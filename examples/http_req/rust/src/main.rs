@@ -1,0 +1,31 @@
+//! http_req: the service every cumulo SDK implements the same way
+//! (docs/SDK_GUIDE.md). Subscribes `rust.xml/get`; answers
+//! `<http_test><value>N</value></http_test>` for a `value` key holding an
+//! integer, `<http_test><error>no value specified</error></http_test>`
+//! otherwise, with an XML content-type in response_info.
+
+use cumulo::{info, Answer, Api, Request};
+
+const CONTENT_TYPE: &[u8] = b"content-type\0text/xml; charset=utf-8\0";
+
+fn answer(req: &Request<'_>) -> Vec<u8> {
+    let value = info::get(req.request, b"value")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    match value {
+        Some(n) => format!("<http_test><value>{n}</value></http_test>").into_bytes(),
+        None => b"<http_test><error>no value specified</error></http_test>".to_vec(),
+    }
+}
+
+fn main() {
+    // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1).
+    let window: u32 = std::env::var("HTTP_REQ_WINDOW").ok().and_then(|w| w.parse().ok()).unwrap_or(1);
+    let result = cumulo::run_with_window(window, |api: &mut Api| {
+        api.subscribe("rust.xml/get", |_api, req| Ok(Answer::with_info(CONTENT_TYPE, answer(req))))
+    });
+    if let Err(e) = result {
+        eprintln!("http_req: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,28 @@
+//! Write cumulo services in Rust.
+//!
+//! ```no_run
+//! use cumulo::{Answer, Api};
+//!
+//! cumulo::run(|api: &mut Api| {
+//!     api.subscribe("hello/get", |_api, req| {
+//!         Ok(Answer::body(format!("hello, {}", String::from_utf8_lossy(req.request))))
+//!     })
+//! })
+//! .unwrap();
+//! ```
+//!
+//! An [`Api`] is one instance: one connection to the core, used by one
+//! thread. [`run`] starts the `CUMULO_THREAD_COUNT` threads the core asked
+//! for, each with its own instance, and polls until the core terminates them.
+//! The protocol is specified in `proto/PROTOCOL.md`.
+#![forbid(unsafe_code)]
+
+mod api;
+mod conn;
+mod error;
+mod run;
+
+pub use api::{Answer, Api, HandlerResult, Options, Request, Response, SendOptions};
+pub use cumulo_proto::{info, Status, TransId};
+pub use error::{Error, Result};
+pub use run::{run, run_with_window};
