@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the JavaScript SDK's test suite: installs Node.js if missing and the
+# devDependencies (TypeScript, for checking index.d.ts), then node --test.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "the cumulo JavaScript SDK needs Node.js 20 or later, found $(node --version)" >&2
+  exit 1
+fi
+
+# Reinstall only when the lock file changed since the last install.
+if [ ! -d node_modules/typescript ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  if ! npm ci --no-audit --no-fund --loglevel=error >/dev/null; then
+    echo "warning: npm ci failed; the index.d.ts check will be skipped" >&2
+  fi
+fi
+
+exec node --test test/*.test.js
