@@ -1,0 +1,44 @@
+// Command http_req is the http_req example service in Go: it subscribes
+// go.xml/get under its prefix (/tests/http_req/) and answers the integer
+// given as "value" in a key/value encoded request, as XML. It runs
+// CUMULO_THREAD_COUNT instances, one goroutine and connection each.
+package main
+
+import (
+	"context"
+	"log"
+	"strconv"
+
+	cumulo "cumulo.dev/sdk/go"
+)
+
+func main() {
+	xmlInfo, err := cumulo.InfoEncode(cumulo.Pair{Key: "content-type", Value: "text/xml; charset=utf-8"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	handler := func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+		return cumulo.Response{Info: xmlInfo, Data: []byte(answer(req.Data))}, nil
+	}
+	err = cumulo.Run(func(api *cumulo.API) error {
+		return api.Subscribe("go.xml/get", handler)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// answer renders the reply to a request body: the integer value as parsed
+// (an optional sign, decimal digits, within 64 bits), or an error element
+// when it is missing, not such an integer, or the body is malformed.
+func answer(request []byte) string {
+	if pairs, err := cumulo.InfoParse(request); err == nil {
+		if value, ok := cumulo.InfoGet(pairs, "value"); ok {
+			// Base 10 accepts exactly a sign and digits: no 0x, no underscores.
+			if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+				return "<http_test><value>" + strconv.FormatInt(n, 10) + "</value></http_test>"
+			}
+		}
+	}
+	return "<http_test><error>no value specified</error></http_test>"
+}

@@ -1,0 +1,3 @@
+module cumulo.dev/sdk/go
+
+go 1.21
