@@ -139,7 +139,7 @@ where
     };
     let outbox = Outbox::new(max_outbox);
     let (id, prefix_for_log) = match decode(&rb.buf[LEN_PREFIX..total]) {
-        Ok(Frame::Hello(h)) if h.version != cumulo_proto::VERSION => {
+        Ok(Frame::Hello(h)) if h.version == 0 => {
             let msg = format!("protocol version {} is not supported; this core speaks {}", h.version, cumulo_proto::VERSION);
             return write_error(&mut wr, Status::UnsupportedVersion, &msg).await;
         }
