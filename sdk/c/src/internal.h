@@ -1,0 +1,106 @@
+/* Internal state of an instance, shared by the transport and session files. */
+#ifndef CUMULO_INTERNAL_H
+#define CUMULO_INTERNAL_H
+
+#include "cumulo.h"
+
+#include <stdarg.h>
+
+/* Internal functions stay out of the shared library's exported symbols. */
+#if defined(__GNUC__)
+#define CUMULO_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define CUMULO_INTERNAL
+#endif
+
+/* A growable byte buffer, reused across calls so steady traffic allocates nothing. */
+typedef struct growbuf {
+    uint8_t *data;
+    size_t cap;
+} growbuf;
+
+/* A frame copied out of the read buffer (a queued REQUEST or a kept RESPONSE). */
+typedef struct stored_frame {
+    struct stored_frame *next;
+    size_t len;
+    uint8_t data[];
+} stored_frame;
+
+typedef struct frame_queue {
+    stored_frame *head, *tail;
+} frame_queue;
+
+typedef struct subscription {
+    char *pattern; /* prefix + pattern, as the core sends it in REQUEST.pattern */
+    size_t pattern_len;
+    uint32_t count; /* local count of SUBSCRIBEs not yet UNSUBSCRIBEd */
+    cumulo_handler handler;
+    void *user_data;
+} subscription;
+
+struct cumulo_api {
+    int fd;             /* -1 once the connection is closed */
+    int closed_status;  /* why it closed: returned by later calls */
+
+    /* from HELLO / WELCOME */
+    uint32_t thread_index;
+    uint32_t node_id, instance_id, process_index, process_count, thread_count;
+    uint32_t window, max_frame, timeout_async, timeout_sync, timeout_terminate, keepalive;
+    int8_t priority_default;
+    char *prefix;
+    size_t prefix_len;
+
+    /* read buffer: bytes [rstart, rend) are received and not yet consumed */
+    growbuf rbuf;
+    size_t rstart, rend;
+    growbuf wbuf;      /* encoded outgoing frame */
+    growbuf hbuf;      /* copy of the REQUEST whose handler runs */
+    growbuf scratch;   /* pattern/prefix concatenation, messages */
+
+    frame_queue requests;   /* REQUESTs that arrived while waiting for something else */
+    frame_queue responses;  /* RESPONSEs not claimed yet */
+    stored_frame *collected; /* last RESPONSE handed out by recv_async */
+
+    subscription *subs;
+    size_t subs_len, subs_cap;
+
+    cumulo_trans_id *mcast_ids;
+    size_t mcast_cap;
+
+    uint32_t next_req_id;
+    uint64_t last_trans_ns;
+
+    bool in_handler, answered, terminated;
+    cumulo_trans_id handling; /* trans_id of the request whose handler runs */
+
+    char error[512];
+};
+
+/* Fills api->error and returns status. */
+CUMULO_INTERNAL int cumulo__fail(cumulo_api *api, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+CUMULO_INTERNAL int cumulo__vfail(cumulo_api *api, int status, const char *fmt, va_list args);
+
+/* Closes the connection for good; later calls return status. */
+CUMULO_INTERNAL int cumulo__close(cumulo_api *api, int status);
+
+CUMULO_INTERNAL bool cumulo__grow(growbuf *b, size_t need);
+
+/* Milliseconds on a monotonic clock; deadlines are absolute, -1 = none. */
+CUMULO_INTERNAL int64_t cumulo__now_ms(void);
+CUMULO_INTERNAL int64_t cumulo__deadline(int timeout_ms);
+
+/* Opens the socket named by spec (path or tcp://host:port). */
+CUMULO_INTERNAL int cumulo__open_socket(cumulo_api *api, const char *spec, int *fd);
+
+/* Encodes and writes one frame; frames over max_frame are refused unsent. */
+CUMULO_INTERNAL int cumulo__send_frame(cumulo_api *api, const cumulo_frame *frame);
+
+/* Reads the next whole frame (views valid until the next read); CUMULO_TIMEOUT
+ * at the deadline. Refuses frames over max_frame by closing the connection. */
+CUMULO_INTERNAL int cumulo__read_frame(cumulo_api *api, int64_t deadline, cumulo_frame *frame);
+
+#endif
