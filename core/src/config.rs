@@ -218,7 +218,10 @@ impl Config {
             field: String::new(),
             reason: format!("cannot read it: {e}"),
         })?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        // Absolute, so that paths stay right for processes started in
+        // another working directory.
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let base = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
         Config::parse(&text, &file, base)
     }
 

@@ -26,6 +26,11 @@ pub const VERSION: u16 = 1;
 /// allocate without bound. Configurable in the core (`max_frame`).
 pub const DEFAULT_MAX_FRAME: u32 = 8 * 1024 * 1024;
 
+/// How much larger than `max_frame` a frame from the core may be: a REQUEST
+/// adds `source` (8 bytes) and `pattern` (2 + up to 65535 bytes) to what its
+/// sender sent (PROTOCOL.md 2).
+pub const REQUEST_OVERHEAD: u32 = 8 + 2 + 65535;
+
 /// Bytes before the type byte: the `u32` length prefix.
 pub const LEN_PREFIX: usize = 4;
 

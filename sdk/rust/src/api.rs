@@ -180,7 +180,7 @@ impl Api {
         };
         let ([node_id, instance_id, process_index, process_count, thread_count, window], [ta, ts, tt, max_frame], prio, prefix) = w;
         conn.rstart = e;
-        conn.max_frame = max_frame;
+        conn.max_frame = max_frame.saturating_add(cumulo_proto::REQUEST_OVERHEAD);
         Ok(Api {
             conn,
             ids: TransIdGen::new(node_id, instance_id),

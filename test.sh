@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every test of cumulo: the Rust workspace (codec vectors, core unit
+# tests, core end-to-end tests), each SDK's own suite in its own language,
+# and the cross-language and HTTP gateway end-to-end suites. Installs and
+# builds what is missing first (scripts/setup.sh). Prints one summary line;
+# exits non-zero if any suite failed.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$root"
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+
+passed=0
+failed=0
+failed_names=()
+suite() {
+    local name="$1"
+    shift
+    local start=$SECONDS
+    printf '\n=== %s\n' "$name"
+    if "$@"; then
+        passed=$((passed + 1))
+        printf '=== %s: passed (%ss)\n' "$name" $((SECONDS - start))
+    else
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        printf '=== %s: FAILED (%ss)\n' "$name" $((SECONDS - start))
+    fi
+}
+py="$root/sdk/python/.venv/bin/python"
+
+suite "Rust: codec vectors, core, Rust SDK, core end-to-end" cargo test --release --workspace
+suite "C and C++ SDKs" bash sdk/c/test.sh
+suite "Python SDK" bash sdk/python/test.sh
+suite "Go SDK" bash sdk/go/test.sh
+suite "Java SDK" bash sdk/java/test.sh
+suite "JavaScript SDK" bash sdk/javascript/test.sh
+suite "Ruby SDK" bash sdk/ruby/test.sh
+suite "PHP SDK" bash sdk/php/test.sh
+suite "Perl SDK" bash sdk/perl/test.sh
+suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay >/dev/null && python3 -m unittest -q bench/relay/test_relay.py"
+[ -d tests/polyglot ] && suite "Cross-language end-to-end" "$py" -m pytest -q tests/polyglot
+[ -d tests/gateway ] && suite "HTTP gateway end-to-end" "$py" -m pytest -q tests/gateway
+
+echo
+[ $failed -gt 0 ] && printf 'failed suites: %s\n' "${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[ $failed -eq 0 ]
