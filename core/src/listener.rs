@@ -214,6 +214,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let mut want = 0;
         {
             let mut c = core.borrow_mut();
+            let now = std::time::Instant::now();
+            c.now = now;
+            if let Some(inst) = c.instances.get_mut(&id) {
+                inst.last_rx = now;
+            }
             loop {
                 let data = &rb.buf[rb.start..];
                 let total = match next_frame_len(data, max_frame) {
@@ -230,9 +235,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     Ok(f) => f,
                     Err(e) => return protocol_error(&mut c, outbox, e),
                 };
-                if let Some(inst) = c.instances.get_mut(&id) {
-                    inst.last_rx = std::time::Instant::now();
-                }
                 if let Err((status, msg)) = c.handle_frame(id, frame) {
                     c.stats.protocol_errors += 1;
                     outbox.push(|b| cumulo_proto::encode_error(b, status.code(), &msg));

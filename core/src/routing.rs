@@ -190,9 +190,8 @@ impl Core {
 
     /// SEND_ASYNC / SEND_SYNC from instance `id`.
     pub fn send(&mut self, id: InstanceId, s: &Send<'_>, sync: bool) -> Result<(), (Status, String)> {
-        let now = Instant::now();
-        let Some(sender) = self.instances.get_mut(&id) else { return Ok(()) };
-        sender.last_rx = now;
+        let now = self.now;
+        let Some(sender) = self.instances.get(&id) else { return Ok(()) };
         let opts = sender.options.clone();
         let fail = |core: &Core, status: Status, msg: String| {
             core.respond(id, &s.trans_id, status, b"", msg.as_bytes());
@@ -239,7 +238,7 @@ impl Core {
     fn route(&mut self, r: &Route<'_>, existing: Option<()>, timeout_ms: u32) {
         let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
         let Some(entry) = self.registry.lookup(r.name) else {
-            if r.wait_for_service && Instant::now() < r.deadline {
+            if r.wait_for_service && self.now < r.deadline {
                 if existing.is_none() {
                     let timer = self.arm_timer(r.trans_id, r.deadline);
                     self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, timeout_ms, timer, flags: r.flags });
@@ -276,7 +275,7 @@ impl Core {
         let node = self.limits.node_id;
         let inst = self.instances.get_mut(&dest).unwrap();
         if deliver_now {
-            deliver(inst, r, &pattern, node);
+            deliver(inst, r, &pattern, node, self.now);
         } else {
             inst.queue.push(r.priority, r.to_owned(Some(pattern)));
         }
@@ -305,6 +304,7 @@ impl Core {
     /// Delivers queued requests while the instance has room.
     fn pump(&mut self, id: InstanceId) {
         let node = self.limits.node_id;
+        let now = self.now;
         let Some(inst) = self.instances.get_mut(&id) else { return };
         while inst.has_room() {
             let Some(q) = inst.queue.pop() else { break };
@@ -312,14 +312,13 @@ impl Core {
                 continue; // timed out while queued
             }
             let pattern = q.pattern.clone().unwrap_or_else(|| Rc::from(""));
-            deliver(inst, &q.route(), &pattern, node);
+            deliver(inst, &q.route(), &pattern, node, now);
         }
     }
 
     /// RETURN from the instance that handled a request.
     pub fn ret(&mut self, id: InstanceId, r: &Return<'_>) -> Result<(), (Status, String)> {
         let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
-        inst.last_rx = Instant::now();
         let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) else {
             self.stats.late += 1;
             return Ok(()); // late (timed out) or unknown: nobody waits for it
@@ -341,9 +340,8 @@ impl Core {
     /// name; the original sender will get the final answer, within what is
     /// left of the original timeout.
     pub fn forward(&mut self, id: InstanceId, s: &Send<'_>) -> Result<(), (Status, String)> {
-        let now = Instant::now();
+        let now = self.now;
         let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
-        inst.last_rx = now;
         let Some(i) = inst.delivered.iter().position(|t| *t == s.trans_id) else {
             return Ok(()); // timed out already: its sender has its answer
         };
@@ -381,9 +379,8 @@ impl Core {
     /// Returns the copies' trans_ids, and the copies that failed at once
     /// (to be answered after MCAST_SENT).
     pub fn mcast(&mut self, id: InstanceId, s: &Send<'_>) -> (Vec<TransId>, Vec<(TransId, Status, String)>) {
-        let now = Instant::now();
-        let Some(sender) = self.instances.get_mut(&id) else { return (vec![], vec![]) };
-        sender.last_rx = now;
+        let now = self.now;
+        let Some(sender) = self.instances.get(&id) else { return (vec![], vec![]) };
         let timeout = if s.timeout == 0 { sender.options.timeout_async } else { s.timeout };
         let deadline = now + Duration::from_millis(timeout as u64);
         let mut ids = Vec::new();
@@ -417,7 +414,7 @@ impl Core {
             };
             let inst = self.instances.get_mut(&dest).unwrap();
             if deliver_now {
-                deliver(inst, &route, &pattern, node);
+                deliver(inst, &route, &pattern, node, now);
             } else {
                 inst.queue.push(s.priority, route.to_owned(Some(pattern)));
             }
@@ -429,9 +426,9 @@ impl Core {
 /// Hands a request to an instance that has room: encoded straight into its
 /// socket's outbox (no copy of the payload besides that one), or copied to an
 /// internal service.
-fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32) {
+fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now: Instant) {
     inst.delivered.push(r.trans_id);
-    let timeout = remaining_ms(r.deadline, Instant::now());
+    let timeout = remaining_ms(r.deadline, now);
     let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
     match &inst.endpoint {
         Endpoint::Socket(out) => {

@@ -62,16 +62,23 @@ impl InternalApi {
         })
     }
 
+    /// The core's state, with its clock read for this call.
+    fn core(&self) -> std::cell::RefMut<'_, crate::state::Core> {
+        let mut c = self.core.borrow_mut();
+        c.now = std::time::Instant::now();
+        c
+    }
+
     pub fn instance_id(&self) -> InstanceId {
         self.id
     }
 
     pub fn subscribe(&self, pattern: &str) -> Result<(), (Status, String)> {
-        self.core.borrow_mut().subscribe(self.id, pattern)
+        self.core().subscribe(self.id, pattern)
     }
 
     pub fn unsubscribe(&self, pattern: &str) -> Result<(), (Status, String)> {
-        self.core.borrow_mut().unsubscribe(self.id, pattern)
+        self.core().unsubscribe(self.id, pattern)
     }
 
     pub fn subscribe_count(&self, pattern: &str) -> u32 {
@@ -88,7 +95,7 @@ impl InternalApi {
             request_info: info,
             request: body,
         };
-        let _ = self.core.borrow_mut().send(self.id, &s, sync);
+        let _ = self.core().send(self.id, &s, sync);
     }
 
     /// Sends and returns at once; collect the answer with `recv_async`.
@@ -117,7 +124,7 @@ impl InternalApi {
     pub fn mcast_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Vec<TransId> {
         let tid = self.ids.borrow_mut().next();
         let s = Send { trans_id: tid, timeout: o.timeout_ms, priority: o.priority, flags: 0, name, request_info: info, request: body };
-        let (ids, failed) = self.core.borrow_mut().mcast(self.id, &s);
+        let (ids, failed) = self.core().mcast(self.id, &s);
         let c = self.core.borrow();
         for (t, status, msg) in failed {
             c.respond(self.id, &t, status, b"", msg.as_bytes());
@@ -149,12 +156,12 @@ impl InternalApi {
 
     pub fn return_(&self, req: &OwnedRequest, status: Status, info: &[u8], body: &[u8]) {
         let r = Return { trans_id: req.trans_id, status: status.code(), response_info: info, response: body };
-        let _ = self.core.borrow_mut().ret(self.id, &r);
+        let _ = self.core().ret(self.id, &r);
     }
 
     pub fn forward(&self, req: &OwnedRequest, name: &str, info: &[u8], body: &[u8], o: SendOptions) {
         let s = Send { trans_id: req.trans_id, timeout: o.timeout_ms, priority: o.priority, flags: 0, name, request_info: info, request: body };
-        let _ = self.core.borrow_mut().forward(self.id, &s);
+        let _ = self.core().forward(self.id, &s);
     }
 }
 

@@ -69,7 +69,8 @@ pub fn parse_all(buf: &[u8]) -> Result<Vec<(&[u8], &[u8])>, InfoError> {
     parse(buf).collect()
 }
 
-/// The first value of `key`, if the buffer is well formed up to it.
+/// The first value of `key`, if the buffer is well formed up to it (use
+/// [`parse_all`] first to insist that all of it is).
 pub fn get<'a>(buf: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     parse(buf).map_while(Result::ok).find(|(k, _)| *k == key).map(|(_, v)| v)
 }

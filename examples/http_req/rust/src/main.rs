@@ -9,8 +9,11 @@ use cumulo::{info, Answer, Api, Request};
 const CONTENT_TYPE: &[u8] = b"content-type\0text/xml; charset=utf-8\0";
 
 fn answer(req: &Request<'_>) -> Vec<u8> {
-    let value = info::get(req.request, b"value")
-        .and_then(|v| std::str::from_utf8(v).ok())
+    // The whole body must be well-formed key/value data, not just up to `value`.
+    let value = info::parse_all(req.request)
+        .ok()
+        .and_then(|pairs| pairs.into_iter().find(|(k, _)| *k == b"value"))
+        .and_then(|(_, v)| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse::<i64>().ok());
     match value {
         Some(n) => format!("<http_test><value>{n}</value></http_test>").into_bytes(),

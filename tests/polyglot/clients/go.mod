@@ -1,0 +1,7 @@
+module cumulo.dev/tests/polyglot/clients
+
+go 1.21
+
+require cumulo.dev/sdk/go v0.0.0
+
+replace cumulo.dev/sdk/go => ../../../sdk/go

@@ -1,0 +1,351 @@
+"""Fixtures of the cross-language suite: the real core, the example services,
+the faulty services and the client programs, built and started once per
+module."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import cumulo
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+EXAMPLES = ROOT / "examples"
+SDK = ROOT / "sdk"
+CUMULO_BIN = ROOT / "target" / "release" / "cumulo"
+PYTHON = SDK / "python" / ".venv" / "bin" / "python"
+CLIENTS = HERE / "clients"
+SERVICES = HERE / "services"
+
+# Every http_req example of examples/cumulo.toml, named as it subscribes
+# (<lang>.xml/get).
+LANGUAGES = ["rust", "c", "cpp", "python", "python_c", "go", "java", "javascript", "ruby", "php", "perl"]
+HTTP_REQ = "/tests/http_req/{}.xml/get"
+
+FAULTY_LANGUAGES = ["python", "ruby", "javascript", "go", "java", "c", "cpp", "perl", "php"]
+FAULTY = "/tests/faulty/{}/"
+
+START_TIMEOUT_MS = 60_000  # a JVM on a busy 2-core machine is slow to start
+STOP_TIMEOUT_S = 10
+CLIENT_DEFAULT_TIMEOUT_MS = 20_000
+# C1 only: halves the start of a JVM that runs a source file.
+JAVA = ["java", "-XX:TieredStopAtLevel=1"]
+
+# The answers of docs/SDK_GUIDE.md.
+XML_INFO = b"content-type\x00text/xml; charset=utf-8\x00"
+NO_VALUE = b"<http_test><error>no value specified</error></http_test>"
+
+
+def value_xml(n: int | str) -> bytes:
+    return b"<http_test><value>%s</value></http_test>" % str(n).encode()
+
+
+# ---------------------------------------------------------------- building
+
+
+def _newest_mtime(*dirs: Path) -> float:
+    return max(p.stat().st_mtime for d in dirs for p in d.rglob("*") if p.is_file())
+
+
+def _run(cmd: list, **kw) -> None:
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+
+
+def _libcumulo(build: Path) -> Path:
+    """The C SDK's static library: the one the C example built if it is newer
+    than every SDK source (else it may not match the header), else our own."""
+    prebuilt = EXAMPLES / "http_req" / "c" / "build" / "cumulo-sdk" / "libcumulo.a"
+    if prebuilt.is_file() and prebuilt.stat().st_mtime >= _newest_mtime(SDK / "c" / "src", SDK / "c" / "include"):
+        return prebuilt
+    out = build / "cumulo-c"
+    _run(["cmake", "-S", SDK / "c", "-B", out, "-DCMAKE_BUILD_TYPE=Release", "-DCUMULO_BUILD_TESTS=OFF"])
+    _run(["cmake", "--build", out, "--target", "cumulo_static", "-j2"])
+    return out / "libcumulo.a"
+
+
+@dataclass
+class Built:
+    """Programs compiled for the suite, and how to run each client."""
+
+    dir: Path
+    c_client: Path
+    go_client: Path
+    go_faulty: Path
+    c_faulty: Path
+    cpp_faulty: Path
+    java_jar: Path
+
+    def client_cmd(self, lang: str) -> list[str]:
+        return {
+            "python": [str(PYTHON), str(CLIENTS / "client.py")],
+            "c": [str(self.c_client)],
+            "go": [str(self.go_client)],
+            "java": [*JAVA, "-cp", str(self.java_jar), str(CLIENTS / "Client.java")],
+            "javascript": ["node", str(CLIENTS / "client.mjs")],
+            "ruby": ["ruby", str(CLIENTS / "client.rb")],
+            "php": ["php", str(CLIENTS / "client.php")],
+            "perl": ["perl", str(CLIENTS / "client.pl")],
+        }[lang]
+
+    def faulty_cmd(self, lang: str) -> list[str]:
+        return {
+            "python": [str(PYTHON), str(SERVICES / "faulty.py")],
+            "ruby": ["ruby", str(SERVICES / "faulty.rb")],
+            "javascript": ["node", str(SERVICES / "faulty.mjs")],
+            "go": [str(self.go_faulty)],
+            "java": [*JAVA, "-cp", str(self.java_jar), str(SERVICES / "Faulty.java")],
+            "c": [str(self.c_faulty)],
+            "cpp": [str(self.cpp_faulty)],
+            "perl": ["perl", str(SERVICES / "faulty.pl")],
+            "php": ["php", str(SERVICES / "faulty.php")],
+        }[lang]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Built:
+    build = tmp_path_factory.mktemp("build")
+    lib = _libcumulo(build)
+    inc = ["-I", SDK / "c" / "include"]
+    _run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_client", CLIENTS / "client.c", lib, "-lpthread"])
+    _run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_faulty", SERVICES / "faulty.c", lib, "-lpthread"])
+    _run(["c++", "-std=c++17", "-O2", "-Wall", *inc, "-I", SDK / "cpp" / "include",
+          "-o", build / "cpp_faulty", SERVICES / "faulty.cpp", lib, "-lpthread"])
+    go_env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false"}
+    _run(["go", "build", "-o", build / "go_client", "client.go"], cwd=CLIENTS, env=go_env)
+    _run(["go", "build", "-o", build / "go_faulty", "faulty.go"], cwd=SERVICES, env=go_env)
+    jars = [j for j in (SDK / "java" / "target").glob("cumulo-*.jar") if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
+    assert jars, "the Java SDK jar is missing: run scripts/setup.sh"
+    return Built(build, build / "c_client", build / "go_client", build / "go_faulty",
+                 build / "c_faulty", build / "cpp_faulty", jars[0])
+
+
+# ---------------------------------------------------------------- the core
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise TypeError(value)
+
+
+def _absolute(entry: str) -> str:
+    """A relative path naming a file of the examples, made absolute; anything
+    else (a program found on PATH, a plain argument) unchanged."""
+    if os.path.isabs(entry) or "/" not in entry:
+        return entry
+    path = os.path.normpath(EXAMPLES / entry)  # not resolve(): keeps the venv's python symlink
+    return path if os.path.exists(path) else entry
+
+
+def example_services() -> list[dict]:
+    with open(EXAMPLES / "cumulo.toml", "rb") as f:
+        cfg = tomllib.load(f)
+    services = []
+    for svc in cfg.get("service", []):
+        svc = dict(svc)
+        if "path" in svc:
+            svc["path"] = _absolute(svc["path"])
+            svc["args"] = [_absolute(a) for a in svc.get("args", [])]
+            svc["dir"] = str(EXAMPLES)
+        services.append(svc)
+    return services
+
+
+def faulty_services(b: Built) -> list[dict]:
+    services = []
+    for lang in FAULTY_LANGUAGES:
+        program, *args = b.faulty_cmd(lang)
+        # One instance only: the one that failed must be the one that answers /ok.
+        services.append({"prefix": FAULTY.format(lang), "path": program, "args": args, "dir": str(SERVICES),
+                         "count_process": 1, "count_thread": 1, "timeout_init": 30_000})
+    return services
+
+
+def write_config(path: Path, socket: Path, services: list[dict]) -> None:
+    # Clients send with the default timeouts: generous ones, for a loaded machine.
+    lines = ["[core]", f"socket = {_toml(str(socket))}", "", "[core.unmanaged]",
+             f"timeout_sync = {CLIENT_DEFAULT_TIMEOUT_MS}", f"timeout_async = {CLIENT_DEFAULT_TIMEOUT_MS}", ""]
+    for svc in services:
+        lines.append("[[service]]")
+        lines += [f"{k} = {_toml(v)}" for k, v in svc.items()]
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def processes_of(socket: Path) -> list[int]:
+    """Live processes the core started for this socket (its CUMULO_SOCKET is
+    in their environment), children of services included."""
+    needle = b"CUMULO_SOCKET=" + str(socket).encode() + b"\x00"
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read():
+                    found.append(int(entry))
+        except OSError:  # gone, or not ours
+            pass
+    return found
+
+
+STARTED = re.compile(r"process \d+ started \(pid (\d+)\) service=(\S+)")
+INITIALIZED = re.compile(r"process \d+ initialized service=(\S+)")
+
+
+@dataclass
+class Core:
+    """A running `cumulo run` with its own config, socket and log."""
+
+    dir: Path
+    socket: Path
+    config: Path
+    log: Path
+    proc: subprocess.Popen
+    services: list[dict] = field(default_factory=list)
+    exit_code: int | None = None
+    stop_seconds: float | None = None
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def started(self) -> list[tuple[int, str]]:
+        """(pid, service prefix) of every process start the core logged."""
+        return [(int(m[1]), m[2]) for m in STARTED.finditer(self.log_text())]
+
+    def api(self, prefix: str = "/tests/polyglot/driver/") -> cumulo.API:
+        return cumulo.API(address=str(self.socket), prefix=prefix)
+
+    def wait_ready(self, names: list[str]) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_MS / 1000
+        with self.api() as api:
+            for name in names:
+                left = int((deadline - time.monotonic()) * 1000)
+                assert left > 0, f"{name} not served within {START_TIMEOUT_MS} ms\n{self.log_tail()}"
+                try:
+                    api.send_sync(name, b"value\x001\x00", timeout=left, wait_for_service=True)
+                except cumulo.CumuloError as e:
+                    if e.status != cumulo.Status.SERVICE_ERROR:  # a faulty /boom is ready too
+                        raise AssertionError(f"{name}: {e.status.name} {e.message}\n{self.log_tail()}") from e
+        # One answering instance per service is not all of them: wait until
+        # every process has connected all its threads, so that no process is
+        # still starting when the core is stopped.
+        expected = sum(svc.get("count_process", 1) for svc in self.services if "path" in svc)
+        while len(INITIALIZED.findall(self.log_text())) < expected:
+            assert time.monotonic() < deadline, f"not every process initialized\n{self.log_tail()}"
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """SIGTERM; waits for the exit (killing the core if it hangs)."""
+        if self.exit_code is not None:
+            return
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.exit_code = self.proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.exit_code = self.proc.wait()
+            self.stop_seconds = float("inf")
+            return
+        self.stop_seconds = time.monotonic() - t0
+
+    def assert_stopped_cleanly(self) -> None:
+        self.stop()
+        assert self.stop_seconds is not None and self.stop_seconds <= STOP_TIMEOUT_S, \
+            f"the core did not exit within {STOP_TIMEOUT_S} s of SIGTERM\n{self.log_tail()}"
+        assert self.exit_code == 0, f"the core exited with {self.exit_code}\n{self.log_tail()}"
+        # A service's own children (a shell's java, say) may outlive it by a
+        # moment: give them that before declaring them left behind.
+        deadline = time.monotonic() + 3
+        while (left := processes_of(self.socket)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        details = {pid: _cmdline(pid) for pid in left}
+        assert not left, f"service processes left behind: {details}"
+        for pid, prefix in self.started():
+            assert not _alive_for(pid, self.socket), f"{prefix} process {pid} still running"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\x00", b" ").decode(errors="replace")
+    except OSError:
+        return "?"
+
+
+def _alive_for(pid: int, socket: Path) -> bool:
+    return pid in processes_of(socket) if Path(f"/proc/{pid}").exists() else False
+
+
+def start_core(services: list[dict]) -> Core:
+    # Short: a Unix socket path must fit in 108 bytes.
+    tmp = Path(tempfile.mkdtemp(prefix="cumulo-poly-", dir="/tmp"))
+    socket, config, log = tmp / "core.sock", tmp / "cumulo.toml", tmp / "core.log"
+    write_config(config, socket, services)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUMULO_")}
+    # The supervisor's debug lines say when each process is initialized.
+    env.update(NO_COLOR="1", CUMULO_LOG="info,cumulo_core::supervisor=debug")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(CUMULO_BIN), "run", "--config", str(config)], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=tmp)
+    core = Core(tmp, socket, config, log, proc, services)
+    deadline = time.monotonic() + 10
+    while not socket.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            core.stop()
+            raise AssertionError(f"the core did not open its socket\n{core.log_tail()}")
+        time.sleep(0.05)
+    return core
+
+
+def http_req_names() -> list[str]:
+    return [HTTP_REQ.format(l) for l in LANGUAGES]
+
+
+def all_names() -> list[str]:
+    return http_req_names() + [FAULTY.format(l) + "ok" for l in FAULTY_LANGUAGES]
+
+
+@pytest.fixture(scope="module")
+def core(built) -> Core:
+    """The core with every http_req example and every faulty service, ready."""
+    c = start_core(example_services() + faulty_services(built))
+    try:
+        c.wait_ready(all_names())
+    except BaseException:
+        c.stop()
+        shutil.rmtree(c.dir, ignore_errors=True)
+        raise
+    yield c
+    c.assert_stopped_cleanly()
+    shutil.rmtree(c.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def api(core):
+    with core.api() as a:
+        yield a
