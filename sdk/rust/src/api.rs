@@ -125,6 +125,8 @@ pub struct Api {
     terminated: bool,
     /// The request being handled, copied out of the read buffer.
     scratch: Vec<u8>,
+    /// Deadline of the request being handled, if any.
+    handling_deadline: Option<Instant>,
     pub node_id: u32,
     pub instance_id: u32,
     pub process_index: u32,
@@ -190,6 +192,7 @@ impl Api {
             responses: VecDeque::new(),
             terminated: false,
             scratch: Vec::new(),
+            handling_deadline: None,
             node_id,
             instance_id,
             process_index,
@@ -246,9 +249,24 @@ impl Api {
     fn send_frame(&mut self, ty: u8, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId {
         let tid = self.ids.next();
         let flags = if o.wait_for_service { SEND_WAIT_FOR_SERVICE } else { 0 };
-        let s = Send { trans_id: tid, timeout: o.timeout, priority: o.priority, flags, name, request_info: info, request: body };
+        let timeout = self.nested_timeout(ty, o.timeout);
+        let s = Send { trans_id: tid, timeout, priority: o.priority, flags, name, request_info: info, request: body };
         cumulo_proto::encode_send(&mut self.conn.wbuf, ty, &s);
         tid
+    }
+
+    /// A send made while handling a request keeps that request's deadline:
+    /// its timeout is at most what is left of it, so the deadline travels
+    /// end to end.
+    fn nested_timeout(&self, ty: u8, asked: u32) -> u32 {
+        let Some(deadline) = self.handling_deadline else { return asked };
+        let left = deadline.saturating_duration_since(Instant::now()).as_millis().clamp(1, u32::MAX as u128) as u32;
+        let asked = match asked {
+            0 if ty == kind::SEND_SYNC => self.timeout_sync,
+            0 => self.timeout_async,
+            t => t,
+        };
+        asked.min(left)
     }
 
     /// Sends without waiting; the answer is collected with `recv_async`.
@@ -449,6 +467,7 @@ impl Api {
     /// Runs the handler of a request and queues its RETURN (or FORWARD).
     fn handle(&mut self, req: &Request<'_>) {
         let handler = self.handlers.get(req.pattern).cloned();
+        self.handling_deadline = Some(Instant::now() + Duration::from_millis(req.timeout as u64));
         let result: HandlerResult = match handler {
             None => Err(format!("no handler for pattern '{}' in this instance", req.pattern).into()),
             Some(h) => match catch_unwind(AssertUnwindSafe(|| (h.borrow_mut())(self, req))) {
@@ -463,6 +482,7 @@ impl Api {
                 }
             },
         };
+        self.handling_deadline = None;
         let w = &mut self.conn.wbuf;
         match result {
             Ok(Answer::Return { info, body }) => cumulo_proto::encode_return(
