@@ -81,6 +81,8 @@ pub struct Slot {
     pub restarts: Cell<u64>,
     /// Being stopped because count_process went down.
     retired: Cell<bool>,
+    /// Why it is being stopped, for the log.
+    stop_reason: Cell<&'static str>,
 }
 
 impl Slot {
@@ -103,6 +105,11 @@ impl Slot {
             Some(t) => core.process_instances(t),
             None => self.internal_ids.borrow().iter().copied().filter(|i| core.instances.contains_key(i)).collect(),
         }
+    }
+
+    /// Patterns its instances subscribe (counted once per subscription).
+    pub fn subscriptions(&self, core: &crate::state::Core) -> usize {
+        self.instances(core).iter().filter_map(|i| core.instances.get(i)).map(|i| i.subscriptions.len()).sum()
     }
 
     async fn wait_stopped(&self) {
@@ -334,6 +341,7 @@ impl Supervisor {
             internal_ids: RefCell::new(Vec::new()),
             restarts: Cell::new(0),
             retired: Cell::new(false),
+            stop_reason: Cell::new("the core is shutting down"),
         });
         svc.slots.borrow_mut().insert(index, slot.clone());
         self.running.set(self.running.get() + 1);
@@ -375,6 +383,7 @@ impl Supervisor {
             let terminate_ms = svc.options.borrow().timeout_terminate;
             let mut core = self.core.borrow_mut();
             for slot in &slots {
+                slot.stop_reason.set("service removed");
                 if let Some(t) = &*slot.token.borrow() {
                     core.retire_process(t, terminate_ms, &why);
                 }
@@ -411,11 +420,15 @@ impl Supervisor {
         }
         svc.restart_times.borrow_mut().clear();
         tracing::info!(service = %svc.prefix, service_id = id, "restarting service: one process after the other");
+        let core = self.core.clone();
         tokio::task::spawn_local(async move {
             for slot in svc.slots() {
                 if svc.removing.is_cancelled() {
                     break;
                 }
+                // Connected is not yet serving: the next process stops only
+                // once this one subscribed again what it did before.
+                let subscribed = slot.subscriptions(&core.borrow());
                 let mut rx = slot.state.subscribe();
                 let before = rx.borrow().generation;
                 slot.restart.notify_one();
@@ -426,7 +439,13 @@ impl Supervisor {
                 let settled = |s: &SlotState| {
                     (s.generation > before && s.state != ProcState::Starting) || s.state == ProcState::Stopped
                 };
-                if tokio::time::timeout(limit, rx.wait_for(settled)).await.is_err() {
+                let back = async {
+                    let _ = rx.wait_for(settled).await;
+                    while slot.state().state == ProcState::Running && slot.subscriptions(&core.borrow()) < subscribed {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                };
+                if tokio::time::timeout(limit, back).await.is_err() {
                     tracing::warn!(service = %svc.prefix, service_id = svc.id, process = slot.index,
                         "process {} did not come back within {limit:?}; restarting the next one anyway", slot.index);
                 }
@@ -474,6 +493,7 @@ impl Supervisor {
             let mut core = self.core.borrow_mut();
             for slot in svc.slots.borrow().values().filter(|s| s.index >= new.count_process) {
                 slot.retired.set(true);
+                slot.stop_reason.set("count_process lowered");
                 if let Some(t) = &*slot.token.borrow() {
                     core.retire_process(t, new.timeout_terminate, &why);
                 }
@@ -688,7 +708,7 @@ impl Supervisor {
                 log_exit(svc, index, status);
                 return Outcome::Exited;
             }
-            _ = slot.stop.cancelled() => return self.terminate(svc, slot, token, child, "stopping").await,
+            _ = slot.stop.cancelled() => return self.terminate(svc, slot, token, child, slot.stop_reason.get()).await,
             _ = slot.restart.notified() => {
                 self.terminate(svc, slot, token, child, "restart requested").await;
                 return Outcome::Restart;
@@ -701,7 +721,7 @@ impl Supervisor {
                 log_exit(svc, index, status.ok());
                 Outcome::Exited
             }
-            _ = slot.stop.cancelled() => self.terminate(svc, slot, token, child, "stopping").await,
+            _ = slot.stop.cancelled() => self.terminate(svc, slot, token, child, slot.stop_reason.get()).await,
             _ = slot.restart.notified() => {
                 self.terminate(svc, slot, token, child, "restart requested").await;
                 Outcome::Restart

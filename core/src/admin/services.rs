@@ -51,9 +51,9 @@ pub fn update(ctx: &AdminContext, id: Option<&str>, body: &[u8]) -> Answer {
     if let Some(k) = fields.keys().find(|k| !ServiceChanges::FIELDS.contains(&k.as_str())) {
         let known_key = serde_json::to_value(crate::config::ServiceConfig::default()).ok().is_some_and(|d| d.get(k).is_some());
         let why = if known_key {
-            format!("'{k}' cannot change while the service runs: remove the service and add it again")
+            "cannot change while the service runs: remove the service and add it again".to_string()
         } else {
-            format!("unknown option '{k}'")
+            "unknown option".to_string()
         };
         return Err(ApiError::invalid(k.clone(), format!("{why} (live options: {})", ServiceChanges::FIELDS.join(", "))));
     }
