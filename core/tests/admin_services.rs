@@ -30,6 +30,7 @@ fn a_service_added_at_run_time_answers_then_removed_gives_no_service() {
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.json()["ids"], json!([1]));
     let svc = core.wait_running(1, 2);
+    core.wait_subscribed(NAME, 2);
     assert_eq!((svc["kind"].as_str(), svc["count_process"].as_u64()), (Some("external"), Some(2)));
 
     let mut client = core.client("/test/client/");
@@ -103,6 +104,7 @@ fn sender(socket: String, stop: Arc<AtomicBool>) -> (u64, u64, BTreeMap<String, 
 fn count_process_up_and_down_and_restart_lose_no_request() {
     let core = TestCore::start(&http_req_service(1));
     core.wait_running(1, 1);
+    core.wait_subscribed(NAME, 1);
     let stop = Arc::new(AtomicBool::new(false));
     let (socket, s2) = (core.socket.display().to_string(), stop.clone());
     let load = std::thread::spawn(move || sender(socket, s2));

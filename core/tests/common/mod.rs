@@ -172,6 +172,26 @@ impl TestCore {
         })
     }
 
+    /// Waits until `n` instances subscribe exactly `pattern` (connected is
+    /// not yet subscribed).
+    pub fn wait_subscribed(&self, pattern: &str, n: usize) {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let subs = self.get("/v1/subscriptions");
+            let count = subs["subscriptions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["pattern"] == pattern)
+                .map_or(0, |s| s["instances"].as_array().unwrap().len());
+            if count == n {
+                return;
+            }
+            assert!(Instant::now() < end, "{pattern}: {count} subscribers, not {n}, after 20 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// An unmanaged instance (a test client) under `prefix`.
     pub fn client(&self, prefix: &str) -> cumulo::Api {
         cumulo::Api::connect(cumulo::Options::unmanaged(self.socket.display().to_string(), prefix)).expect("connect to the core")
