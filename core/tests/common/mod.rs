@@ -22,7 +22,7 @@ pub fn http_req() -> PathBuf {
         return built;
     }
     static BUILD: std::sync::Once = std::sync::Once::new();
-    let own = target.join("e2e-http_req");
+    let own = target.parent().unwrap().join("e2e-http_req");
     BUILD.call_once(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
