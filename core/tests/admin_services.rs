@@ -212,3 +212,28 @@ fn live_options_apply_and_a_crashing_service_fails_then_restarts() {
     let v: Value = core.http("GET", "/v1/services/1", None).json();
     assert_eq!(v["config"]["timeout_sync"], 1234);
 }
+
+#[test]
+fn removing_a_service_under_load_fails_nothing_silently() {
+    let core = TestCore::start(&http_req_service(2));
+    core.wait_running(1, 2);
+    core.wait_subscribed(NAME, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (socket, s2) = (core.socket.display().to_string(), stop.clone());
+    let load = std::thread::spawn(move || sender(socket, s2));
+    let end = Instant::now() + Duration::from_secs(20);
+    while core.get("/v1/services/1")["requests_handled"].as_u64().unwrap() < 500 {
+        assert!(Instant::now() < end, "requests stopped flowing");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = core.http("DELETE", "/v1/services/1", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Relaxed);
+    let (sent, ok, errors) = load.join().unwrap();
+    let explicit: u64 = errors.values().sum();
+    assert_eq!(sent, ok + explicit, "every request sent was answered or failed explicitly");
+    assert!(errors.get("NO_SERVICE").is_some_and(|n| *n > 0), "{errors:?}");
+    assert!(errors.keys().all(|k| ["NO_SERVICE", "SHUTTING_DOWN", "CRASHED"].contains(&k.as_str())), "{errors:?}");
+    eprintln!("sent {sent}, answered {ok}, explicit errors {errors:?}");
+}

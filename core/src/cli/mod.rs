@@ -74,23 +74,31 @@ pub struct UpdateArgs {
     /// Processes to run (fewer: the highest indexes stop gracefully).
     #[arg(long)]
     pub count_process: Option<u32>,
+    /// Time a new process has to connect all its threads.
     #[arg(long, value_name = "MS")]
     pub timeout_init: Option<u32>,
+    /// Default timeout of send_async from the service's instances.
     #[arg(long, value_name = "MS")]
     pub timeout_async: Option<u32>,
+    /// Default timeout of send_sync from the service's instances.
     #[arg(long, value_name = "MS")]
     pub timeout_sync: Option<u32>,
+    /// Time between TERMINATE and SIGTERM when a process is stopped.
     #[arg(long, value_name = "MS")]
     pub timeout_terminate: Option<u32>,
+    /// Requests queued per instance beyond its window.
     #[arg(long)]
     pub queue_limit: Option<u32>,
     /// immediate_closest, lazy_closest, immediate_random, lazy_random, round_robin, least_busy or none.
     #[arg(long)]
     pub dest_refresh: Option<String>,
+    /// Restarts allowed within max_t before a process is given up.
     #[arg(long)]
     pub max_r: Option<u32>,
+    /// The window of max_r.
     #[arg(long, value_name = "SECONDS")]
     pub max_t: Option<u32>,
+    /// Pause before a restart.
     #[arg(long, value_name = "MS")]
     pub restart_delay: Option<u32>,
 }
