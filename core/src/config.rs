@@ -4,7 +4,7 @@
 //! fully commented example. Invalid files are refused with the file, the field
 //! and the reason.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,37 @@ pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
 /// Largest window an instance may be granted: bounds the memory one instance
 /// can pin in the core.
 pub const MAX_WINDOW: u32 = 1024;
+/// Default port of the admin API (HTTP/JSON), next to the instances' 7310.
+pub const DEFAULT_ADMIN_PORT: u16 = 7311;
+
+/// The admin API: HTTP/JSON on `address:port` (port 0: no admin API).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminConfig {
+    /// An IP address; loopback by default so only local users can reach it.
+    pub address: String,
+    pub port: u16,
+    /// Bearer token every call must present. Required off loopback.
+    pub token: Option<String>,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig { address: "127.0.0.1".into(), port: DEFAULT_ADMIN_PORT, token: None }
+    }
+}
+
+impl AdminConfig {
+    pub fn enabled(&self) -> bool {
+        self.port != 0
+    }
+
+    /// The socket address to listen on (valid once the config was validated).
+    pub fn socket_addr(&self) -> std::net::SocketAddr {
+        let ip: std::net::IpAddr = self.address.parse().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into());
+        std::net::SocketAddr::new(ip, self.port)
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -64,7 +95,7 @@ impl Default for CoreConfig {
 /// How a sender picks one instance among those subscribed to the matched
 /// pattern. With a single node, "closest" and plain random coincide, and the
 /// registry is always current, so "lazy" and "immediate" behave alike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DestRefresh {
     ImmediateClosest,
@@ -77,7 +108,7 @@ pub enum DestRefresh {
 }
 
 /// Options shared by every service (and by unmanaged instances).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServiceOptions {
     pub dest_refresh: DestRefresh,
@@ -105,7 +136,8 @@ impl Default for ServiceOptions {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// One `[[service]]` table; also the JSON body of `POST /v1/services`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServiceConfig {
     pub prefix: String,
@@ -184,6 +216,8 @@ impl ServiceConfig {
 pub struct Config {
     #[serde(default)]
     pub core: CoreConfig,
+    #[serde(default)]
+    pub admin: AdminConfig,
     #[serde(default, rename = "service")]
     pub services: Vec<ServiceConfig>,
     /// Folder of the config file: relative paths are resolved against it.
@@ -252,32 +286,9 @@ impl Config {
             return err("core.max_outbox", "must be at least core.max_frame");
         }
         validate_options("core.unmanaged", &c.unmanaged)?;
+        validate_admin(&self.admin)?;
         for (i, s) in self.services.iter().enumerate() {
-            let at = |f: &str| format!("service[{i}] ({}).{f}", s.prefix);
-            if !s.prefix.starts_with('/') || !s.prefix.ends_with('/') {
-                return Err((at("prefix"), "must start and end with '/'".into()));
-            }
-            if let Err(why) = crate::pattern::validate(&s.prefix) {
-                return Err((at("prefix"), why));
-            }
-            match (&s.path, &s.internal) {
-                (Some(_), Some(_)) => return Err((at("path"), "give either path or internal, not both".into())),
-                (None, None) => return Err((at("path"), "give path (a program) or internal (a built-in service)".into())),
-                (None, Some(name)) if !crate::internal::is_known(name) => {
-                    return Err((at("internal"), format!("unknown internal service '{name}' (known: {})", crate::internal::KNOWN.join(", "))))
-                }
-                _ => {}
-            }
-            if s.count_process == 0 || s.count_process > 1024 {
-                return Err((at("count_process"), "must be 1 .. 1024".into()));
-            }
-            if s.count_thread == 0 || s.count_thread > 1024 {
-                return Err((at("count_thread"), "must be 1 .. 1024".into()));
-            }
-            if s.max_t == 0 {
-                return Err((at("max_t"), "must be at least 1 second".into()));
-            }
-            validate_options(&format!("service[{i}] ({})", s.prefix), &s.options())?;
+            validate_service(&format!("service[{i}] ({})", s.prefix), s)?;
         }
         Ok(())
     }
@@ -289,6 +300,85 @@ impl Config {
         }
         default_socket_path()
     }
+}
+
+/// Services given as JSON (the body of `POST /v1/services`): one object or a
+/// list of them, each with the keys of a `[[service]]` table, checked exactly
+/// as the config file's are. Errors name the field ("service[1] (/a/).max_t").
+pub fn services_from_json(body: &[u8]) -> Result<Vec<ServiceConfig>, (String, String)> {
+    use serde_json::Value;
+    let v: Value = serde_json::from_slice(body).map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
+    let items = match v {
+        Value::Array(items) => items,
+        one @ Value::Object(_) => vec![one],
+        _ => return Err((String::new(), "expected a service (a JSON object) or a list of them".into())),
+    };
+    if items.is_empty() {
+        return Err((String::new(), "the list of services is empty".into()));
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let s: ServiceConfig = serde_json::from_value(item).map_err(|e| (format!("service[{i}]"), e.to_string()))?;
+        validate_service(&format!("service[{i}] ({})", s.prefix), &s)?;
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// Checks one service as the config file and the admin API both do; `at`
+/// names it in errors ("service[2] (/a/)").
+pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, String)> {
+    let at_field = |f: &str| format!("{at}.{f}");
+    if !s.prefix.starts_with('/') || !s.prefix.ends_with('/') {
+        return Err((at_field("prefix"), "must start and end with '/'".into()));
+    }
+    if let Err(why) = crate::pattern::validate(&s.prefix) {
+        return Err((at_field("prefix"), why));
+    }
+    match (&s.path, &s.internal) {
+        (Some(_), Some(_)) => return Err((at_field("path"), "give either path or internal, not both".into())),
+        (None, None) => return Err((at_field("path"), "give path (a program) or internal (a built-in service)".into())),
+        (Some(p), None) if p.is_empty() => return Err((at_field("path"), "must not be empty".into())),
+        (None, Some(name)) if !crate::internal::is_known(name) => {
+            return Err((at_field("internal"), format!("unknown internal service '{name}' (known: {})", crate::internal::KNOWN.join(", "))))
+        }
+        // Settings are checked now, not when the service starts: a bad one
+        // must refuse the file (or the API call), not stop a running core.
+        (None, Some(name)) => crate::internal::create(name, &s.settings).map(drop).map_err(|why| (at_field("settings"), why))?,
+        _ => {}
+    }
+    if s.count_process == 0 || s.count_process > 1024 {
+        return Err((at_field("count_process"), "must be 1 .. 1024".into()));
+    }
+    if s.count_thread == 0 || s.count_thread > 1024 {
+        return Err((at_field("count_thread"), "must be 1 .. 1024".into()));
+    }
+    if s.max_t == 0 {
+        return Err((at_field("max_t"), "must be at least 1 second".into()));
+    }
+    validate_options(at, &s.options())
+}
+
+fn validate_admin(a: &AdminConfig) -> Result<(), (String, String)> {
+    let err = |f: &str, r: String| Err((f.to_string(), r));
+    let ip: std::net::IpAddr = match a.address.parse() {
+        Ok(ip) => ip,
+        Err(_) => return err("admin.address", format!("'{}' is not an IP address (e.g. 127.0.0.1 or ::1)", a.address)),
+    };
+    match &a.token {
+        Some(t) if t.is_empty() => return err("admin.token", "must not be empty (leave it out for no token)".into()),
+        Some(t) if !t.bytes().all(|b| b.is_ascii_graphic()) => {
+            return err("admin.token", "must be printable ASCII without spaces (it travels in an HTTP header)".into())
+        }
+        None if a.enabled() && !ip.is_loopback() => {
+            return err(
+                "admin.token",
+                format!("required when admin.address ({}) is not a loopback address: anyone who can reach it could run programs", a.address),
+            )
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn validate_options(at: &str, o: &ServiceOptions) -> Result<(), (String, String)> {

@@ -1,6 +1,8 @@
-//! Wires the parts together: binds the listeners, starts the services, runs
-//! the timer and keep-alive loops, and stops everything on SIGTERM/SIGINT.
+//! Wires the parts together: binds the listeners (instances, admin API),
+//! starts the services, runs the timer and keep-alive loops, and stops
+//! everything on SIGTERM/SIGINT.
 
+use crate::admin::{AdminContext, LogControl};
 use crate::config::Config;
 use crate::state::{Core, Limits, Shared};
 use crate::supervisor::Supervisor;
@@ -9,19 +11,29 @@ use std::cell::RefCell;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::task::LocalSet;
+
+/// How long closed connections get to write what is left in their outbox
+/// (the last answers and errors) before the core exits.
+const FLUSH_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs the core until a signal stops it. The hot path is single-threaded
 /// (a current-thread runtime): on the small machines cumulo targets, one
 /// core for routing and the rest for services beats cross-thread handoffs,
 /// and the state needs no locks.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    LocalSet::new().block_on(&rt, serve(cfg))
+    run_with(cfg, LogControl::fixed("info"))
 }
 
-async fn serve(cfg: Config) -> anyhow::Result<()> {
+/// As `run`, with the handle that lets the admin API change the log level.
+pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    LocalSet::new().block_on(&rt, serve(cfg, log))
+}
+
+async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
+    let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
     let limits = Limits {
         node_id: cfg.core.node_id,
@@ -33,6 +45,21 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     };
     let core: Shared = Rc::new(RefCell::new(Core::new(limits, cfg.core.unmanaged.clone())));
 
+    // Every listener is bound before any service starts: a socket in use is
+    // one clear error, not a half-started core.
+    // The admin API is an operator's convenience: when its port is taken
+    // (another core on this machine, say) the core still starts and serves
+    // its services, and says loudly that the admin API is off.
+    let admin = match cfg.admin.enabled() {
+        true => match crate::admin::bind(&cfg.admin) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::error!("admin API disabled: {e:#}");
+                None
+            }
+        },
+        false => None,
+    };
     let unix = crate::listener::bind_unix(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?;
     tokio::task::spawn_local(crate::listener::serve_unix(core.clone(), unix));
     if let Some(addr) = &cfg.core.tcp {
@@ -42,10 +69,20 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     tokio::task::spawn_local(timer_loop(core.clone()));
 
-    let cfg = Rc::new(cfg);
-    let supervisor = Supervisor::new(core.clone(), cfg.clone(), socket.display().to_string());
+    let supervisor = Supervisor::new(core.clone(), cfg.base_dir.clone(), socket.display().to_string());
     tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
-    supervisor.start_all()?;
+    supervisor.start_all(&cfg.services);
+    let admin_task = admin.map(|listener| {
+        let ctx = AdminContext {
+            core: core.clone(),
+            supervisor: supervisor.clone(),
+            log: Rc::new(log),
+            token: cfg.admin.token.clone(),
+            started: started.0,
+            started_at: started.1,
+        };
+        tokio::task::spawn_local(crate::admin::serve(listener, Rc::new(ctx)))
+    });
     tracing::info!(
         "cumulo {} ready: {} services, instances connect to {}",
         env!("CARGO_PKG_VERSION"),
@@ -55,12 +92,28 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
 
     let why = shutdown_signal().await;
     tracing::info!("{why}: shutting down (stopping services, failing queued requests)");
-    let terminate_ms = cfg.services.iter().map(|s| s.timeout_terminate).max().unwrap_or(2_000);
+    if let Some(t) = admin_task {
+        t.abort();
+    }
+    let terminate_ms = supervisor.max_terminate_timeout();
     core.borrow_mut().begin_shutdown(terminate_ms);
-    supervisor.stop_all().await;
+    // Processes finish what they hold (or are stopped); answers to requests
+    // held by unmanaged instances get the same time.
+    let drained = wait_until(&core, |c| c.inflight.is_empty(), Duration::from_millis(terminate_ms as u64));
+    tokio::join!(supervisor.stop_all(), drained);
+    core.borrow_mut().finish_shutdown();
+    wait_until(&core, |c| c.open_connections() == 0, FLUSH_GRACE).await;
     let _ = std::fs::remove_file(&socket);
     tracing::info!("stopped; {}", core.borrow().stats);
     Ok(())
+}
+
+/// Polls the state until `done` holds or `limit` passes (shutdown only).
+async fn wait_until(core: &Shared, done: impl Fn(&Core) -> bool, limit: Duration) {
+    let end = Instant::now() + limit;
+    while !done(&core.borrow()) && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::TcpListener> {

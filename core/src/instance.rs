@@ -2,6 +2,7 @@
 //! sees it: its window, its queue, its subscriptions and where its frames go.
 
 use crate::config::ServiceOptions;
+use crate::metrics::ServiceMetrics;
 use crate::queue::PriorityQueue;
 use crate::registry::InstanceId;
 use ahash::AHashMap;
@@ -162,11 +163,16 @@ pub enum Endpoint {
     Internal(Rc<InternalInbox>),
 }
 
-/// Which managed process an instance belongs to (none for unmanaged ones).
+/// A service's id: given in config order from 1, then to each service added
+/// at run time; never reused while the core runs.
+pub type ServiceId = u32;
+
+/// Which service and process an instance belongs to (none for unmanaged ones).
 #[derive(Debug, Clone)]
 pub struct Origin {
-    pub service: usize,
+    pub service: ServiceId,
     pub process_index: u32,
+    /// The process's token (empty for an internal service's instance).
     pub token: Rc<str>,
 }
 
@@ -177,6 +183,11 @@ pub struct Instance {
     pub label: String,
     pub origin: Option<Origin>,
     pub options: Rc<ServiceOptions>,
+    /// Its service's counters (the unmanaged ones' for unmanaged instances).
+    pub metrics: Rc<ServiceMetrics>,
+    /// Told to TERMINATE (its process is being stopped): it gets no new
+    /// requests and may not subscribe again.
+    pub retiring: bool,
     pub window: u32,
     /// Requests delivered and not yet returned or forwarded.
     pub delivered: Vec<TransId>,

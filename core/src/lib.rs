@@ -8,9 +8,13 @@
 //! - `listener`: sockets, handshake, frame reading and batched writing;
 //! - `supervisor`, `os`: service processes, restarts, termination;
 //! - `internal`: services inside the core behind one trait;
+//! - `admin`: the HTTP/JSON admin API and `/metrics`;
+//! - `cli`: the client commands that talk to the admin API;
 //! - `daemon`: wires the parts together and runs the event loop.
 #![deny(unsafe_code)]
 
+pub mod admin;
+pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod instance;

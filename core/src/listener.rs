@@ -164,6 +164,7 @@ where
                         prefix: &a.prefix,
                     };
                     outbox.push(|b| cumulo_proto::encode_welcome(b, &w));
+                    c.connection_tasks += 1;
                     (a.id, a.prefix.clone())
                 }
                 Err((status, msg)) => {
@@ -196,6 +197,7 @@ where
     core.borrow_mut().remove_instance(id, &why);
     outbox.close();
     let _ = writer.await;
+    core.borrow_mut().connection_tasks -= 1;
 }
 
 /// Reads and routes frames until the connection ends; returns why it ended.

@@ -1,6 +1,8 @@
 //! The `cumulo` binary: the daemon and its command line.
 
 use clap::{Parser, Subcommand};
+use cumulo_core::admin::LogControl;
+use cumulo_core::cli::{self, AdminArgs, ServicesCommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -36,6 +38,24 @@ enum Command {
         #[arg(short, long)]
         config: PathBuf,
     },
+    /// Operate the services of a running core (through its admin API).
+    Services {
+        #[command(flatten)]
+        admin: AdminArgs,
+        #[command(subcommand)]
+        command: ServicesCommand,
+    },
+    /// Summary of a running core: services, instances, requests.
+    Status {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Change a running core's log level (e.g. debug, or "info,cumulo_core::routing=debug").
+    LogLevel {
+        level: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -49,6 +69,13 @@ Examples:
   cumulo run --config examples/cumulo.toml      start the core and the example services
   cumulo check --config my.toml                 validate a config without starting anything
   CUMULO_LOG=debug cumulo run -c my.toml        more detail (connections, subscriptions)
+  cumulo services list                          the services of the core running here
+  cumulo services add more.toml                 add the [[service]] tables of a file
+  cumulo services update 3 --count-process 4    run more processes of service 3
+  cumulo services remove 3                      stop service 3 gracefully
+  cumulo log-level debug                        more detail, without a restart
+  (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
+   with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE)
 
 A minimal config:
   [core]
@@ -60,23 +87,54 @@ A minimal config:
   count_process = 2
   count_thread = 1
 
-Docs: README.md, docs/CONFIG.md, proto/PROTOCOL.md";
+Docs: README.md, docs/CONFIG.md, docs/ADMIN.md, proto/PROTOCOL.md";
 
-fn init_logs(level: &str, format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|e| {
-        eprintln!("cumulo: invalid --log-level '{level}': {e}; using info");
-        tracing_subscriber::EnvFilter::new("info")
-    });
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+/// Installs the log subscriber with a filter the admin API can swap
+/// (`PUT /v1/log-level`) while the core runs.
+fn init_logs(level: &str, format: LogFormat) -> LogControl {
+    use tracing_subscriber::{layer::SubscriberExt, reload, util::SubscriberInitExt, EnvFilter, Layer};
+    let (filter, level) = match EnvFilter::try_new(level) {
+        Ok(f) => (f, level.to_string()),
+        Err(e) => {
+            eprintln!("cumulo: invalid --log-level '{level}': {e}; using info");
+            (EnvFilter::new("info"), "info".to_string())
+        }
+    };
+    let (filter, handle) = reload::Layer::new(filter);
+    let output = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
+    };
+    tracing_subscriber::registry().with(filter).with(output).init();
+    LogControl::new(&level, move |new| {
+        let f = EnvFilter::try_new(new).map_err(|e| format!("invalid log filter '{new}': {e}"))?;
+        handle.reload(f).map_err(|e| format!("cannot change the log filter: {e}"))
+    })
+}
+
+/// Prints a client command's output, or its error on stderr with exit 1.
+fn client_done(outcome: cli::Outcome) -> ExitCode {
+    match outcome {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cumulo: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logs(&cli.log_level, cli.log_format);
+    match cli.command {
+        Command::Services { admin, command } => return client_done(cli::services(&admin, command)),
+        Command::Status { admin } => return client_done(cli::status(&admin)),
+        Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
+        _ => {}
+    }
+    let log = init_logs(&cli.log_level, cli.log_format);
     match cli.command {
         Command::Check { config } => match cumulo_core::config::Config::load(&config) {
             Ok(cfg) => {
@@ -96,7 +154,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match cumulo_core::daemon::run(cfg) {
+            match cumulo_core::daemon::run_with(cfg, log) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!("{e:#}");
@@ -104,5 +162,6 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Services { .. } | Command::Status { .. } | Command::LogLevel { .. } => unreachable!("handled above"),
     }
 }

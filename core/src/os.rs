@@ -37,3 +37,17 @@ pub fn random_bytes(buf: &mut [u8]) {
         *b = fastrand::u8(..);
     }
 }
+
+/// Clock ticks per second, the unit of CPU times in /proc.
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 { v as u64 } else { 100 }
+}
+
+/// Bytes per memory page, the unit of /proc/self/statm.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as u64 } else { 4096 }
+}

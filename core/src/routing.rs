@@ -5,6 +5,7 @@
 
 use crate::config::DestRefresh;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
+use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
 use crate::state::{Core, InFlight};
 use cumulo_proto::{
@@ -155,6 +156,9 @@ impl Core {
     }
 
     pub fn subscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), (Status, String)> {
+        if self.instances.get(&id).is_some_and(|i| i.retiring) {
+            return Err((Status::ShuttingDown, "this instance was told to terminate: it may not subscribe".into()));
+        }
         let full = self.full_pattern(id, pattern)?;
         let key = self.registry.subscribe(&full, id);
         if let Some(inst) = self.instances.get_mut(&id) {
@@ -192,6 +196,7 @@ impl Core {
     pub fn send(&mut self, id: InstanceId, s: &Send<'_>, sync: bool) -> Result<(), (Status, String)> {
         let now = self.now;
         let Some(sender) = self.instances.get(&id) else { return Ok(()) };
+        bump(&sender.metrics.sent);
         let opts = sender.options.clone();
         let fail = |core: &Core, status: Status, msg: String| {
             core.respond(id, &s.trans_id, status, b"", msg.as_bytes());
@@ -241,7 +246,8 @@ impl Core {
             if r.wait_for_service && self.now < r.deadline {
                 if existing.is_none() {
                     let timer = self.arm_timer(r.trans_id, r.deadline);
-                    self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, timeout_ms, timer, flags: r.flags });
+                    let accepted = accepted_at(r.deadline, timeout_ms);
+                    self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
                 } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
                     f.dest = 0;
                 }
@@ -259,12 +265,15 @@ impl Core {
         if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
             let msg = format!("queue of {} is full ({} requests, queue_limit)", inst.label, inst.queue.len());
             self.stats.queue_full += 1;
+            inst.metrics.failed(Status::QueueFull);
             return self.fail(r, existing, Status::QueueFull, msg);
         }
+        bump(&inst.metrics.received);
         match existing {
             None => {
                 let timer = self.arm_timer(r.trans_id, r.deadline);
-                self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, timeout_ms, timer, flags: r.flags });
+                let accepted = accepted_at(r.deadline, timeout_ms);
+                self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
             }
             Some(()) => {
                 if let Some(f) = self.inflight.get_mut(&r.trans_id) {
@@ -319,6 +328,7 @@ impl Core {
     /// RETURN from the instance that handled a request.
     pub fn ret(&mut self, id: InstanceId, r: &Return<'_>) -> Result<(), (Status, String)> {
         let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
+        let now = self.now;
         let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) else {
             self.stats.late += 1;
             return Ok(()); // late (timed out) or unknown: nobody waits for it
@@ -328,7 +338,9 @@ impl Core {
             Some(f) => {
                 self.timers.remove(&f.timer);
                 self.stats.responses += 1;
-                self.respond(f.sender, &r.trans_id, cumulo_proto::Status::from_code(r.status), r.response_info, r.response);
+                let status = cumulo_proto::Status::from_code(r.status);
+                inst.metrics.answered(status, now.saturating_duration_since(f.accepted).as_micros() as u64);
+                self.respond(f.sender, &r.trans_id, status, r.response_info, r.response);
             }
             None => self.stats.late += 1,
         }
@@ -395,11 +407,13 @@ impl Core {
             let Some(inst) = self.instances.get(&dest) else { continue };
             let deliver_now = inst.has_room() && inst.queue.is_empty();
             if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
+                inst.metrics.failed(Status::QueueFull);
                 failed.push((tid, Status::QueueFull, format!("queue of {} is full", inst.label)));
                 continue;
             }
+            bump(&inst.metrics.received);
             let timer = self.arm_timer(tid, deadline);
-            self.inflight.insert(tid, InFlight { sender: id, dest, deadline, timeout_ms: timeout, timer, flags: REQUEST_MCAST });
+            self.inflight.insert(tid, InFlight { sender: id, dest, deadline, accepted: now, timeout_ms: timeout, timer, flags: REQUEST_MCAST });
             self.stats.requests += 1;
             let route = Route {
                 trans_id: tid,
@@ -419,8 +433,17 @@ impl Core {
                 inst.queue.push(s.priority, route.to_owned(Some(pattern)));
             }
         }
+        if let Some(sender) = self.instances.get(&id) {
+            sender.metrics.sent.set(sender.metrics.sent.get() + ids.len() as u64);
+        }
         (ids, failed)
     }
+}
+
+/// When a new request was accepted: its deadline less its timeout (what
+/// `send` computed the deadline from), so routing needs no clock read.
+fn accepted_at(deadline: Instant, timeout_ms: u32) -> Instant {
+    deadline.checked_sub(Duration::from_millis(timeout_ms as u64)).unwrap_or(deadline)
 }
 
 /// Hands a request to an instance that has room: encoded straight into its

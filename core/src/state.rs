@@ -5,8 +5,8 @@
 //! holds the state and the lifecycle of instances.
 
 use crate::config::{ServiceOptions, MAX_WINDOW};
-use crate::instance::{Endpoint, Instance, Origin, OwnedRequest};
-use crate::metrics::Stats;
+use crate::instance::{Endpoint, Instance, Origin, OwnedRequest, ServiceId};
+use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
 use cumulo_proto::{Status, TransId, TransIdGen};
@@ -36,6 +36,8 @@ pub struct InFlight {
     /// The instance it is queued at or delivered to; 0 while parked.
     pub dest: InstanceId,
     pub deadline: Instant,
+    /// When the core accepted it: the start of its measured duration.
+    pub accepted: Instant,
     pub timeout_ms: u32,
     pub timer: delay_queue::Key,
     /// REQUEST flags to keep when the request is forwarded.
@@ -45,12 +47,15 @@ pub struct InFlight {
 /// A managed process as the core knows it (the supervisor owns the OS side).
 #[derive(Debug)]
 pub struct ProcessSlot {
-    pub service: usize,
+    pub service: ServiceId,
     pub prefix: Rc<str>,
     pub process_index: u32,
     pub process_count: u32,
     pub thread_count: u32,
     pub options: Rc<ServiceOptions>,
+    pub metrics: Rc<ServiceMetrics>,
+    /// Being stopped: its threads may not connect any more.
+    pub retiring: bool,
     /// thread_index → instance, while connected.
     pub threads: Vec<Option<InstanceId>>,
     /// Woken when every thread has connected (init done).
@@ -61,6 +66,7 @@ pub struct ProcessSlot {
 pub struct Core {
     pub limits: Limits,
     pub unmanaged_options: Rc<ServiceOptions>,
+    pub unmanaged_metrics: Rc<ServiceMetrics>,
     pub instances: AHashMap<InstanceId, Instance>,
     next_instance: InstanceId,
     pub registry: Registry,
@@ -73,6 +79,9 @@ pub struct Core {
     pub ids: TransIdGen,
     pub processes: AHashMap<Rc<str>, ProcessSlot>,
     pub shutting_down: bool,
+    /// Connection tasks not finished yet (their last bytes may still be
+    /// leaving): a shutdown waits for them.
+    pub connection_tasks: usize,
     pub stats: Stats,
     /// The time, read once per batch of work (a read of frames, a timer, an
     /// internal call) instead of once per frame: clock reads were a tenth of
@@ -97,6 +106,7 @@ impl Core {
         Core {
             limits,
             unmanaged_options: Rc::new(unmanaged_options),
+            unmanaged_metrics: Rc::default(),
             instances: AHashMap::new(),
             next_instance: 1,
             registry: Registry::default(),
@@ -107,6 +117,7 @@ impl Core {
             ids: TransIdGen::new(node_id, 0),
             processes: AHashMap::new(),
             shutting_down: false,
+            connection_tasks: 0,
             stats: Stats::default(),
             now: Instant::now(),
         }
@@ -142,7 +153,7 @@ impl Core {
             ));
         }
         let id = self.new_id();
-        let (prefix, options, origin, label, pi, pc, tc) = if token.is_empty() {
+        let (prefix, options, metrics, origin, label, pi, pc, tc) = if token.is_empty() {
             if !self.limits.allow_unmanaged {
                 return Err((Status::Unauthorized, "unmanaged instances are refused (core.allow_unmanaged = false)".into()));
             }
@@ -153,11 +164,14 @@ impl Core {
                 return Err((Status::InvalidArgument, why));
             }
             let label = format!("unmanaged instance {id} ({prefix})");
-            (Rc::from(prefix), self.unmanaged_options.clone(), None, label, 0, 1, 1)
+            (Rc::from(prefix), self.unmanaged_options.clone(), self.unmanaged_metrics.clone(), None, label, 0, 1, 1)
         } else {
             let Some(slot) = self.processes.get_mut(token) else {
                 return Err((Status::Unauthorized, "unknown token: this process was not started by this core".into()));
             };
+            if slot.retiring {
+                return Err((Status::ShuttingDown, format!("{} process {} is being stopped", slot.prefix, slot.process_index)));
+            }
             let Some(thread) = slot.threads.get_mut(thread_index as usize) else {
                 return Err((
                     Status::InvalidArgument,
@@ -173,7 +187,8 @@ impl Core {
             }
             let label = format!("{} process {} thread {}", slot.prefix, slot.process_index, thread_index);
             let origin = Origin { service: slot.service, process_index: slot.process_index, token: Rc::from(token) };
-            (slot.prefix.clone(), slot.options.clone(), Some(origin), label, slot.process_index, slot.process_count, slot.thread_count)
+            let (o, m) = (slot.options.clone(), slot.metrics.clone());
+            (slot.prefix.clone(), o, m, Some(origin), label, slot.process_index, slot.process_count, slot.thread_count)
         };
         let window = window.clamp(1, options.max_window.min(MAX_WINDOW));
         tracing::debug!(instance = id, "{label} connected (window {window})");
@@ -185,6 +200,8 @@ impl Core {
                 label,
                 origin,
                 options: options.clone(),
+                metrics,
+                retiring: false,
                 window,
                 delivered: Vec::new(),
                 queue: Default::default(),
@@ -201,7 +218,9 @@ impl Core {
         &mut self,
         prefix: &str,
         options: Rc<ServiceOptions>,
+        metrics: Rc<ServiceMetrics>,
         inbox: Rc<crate::instance::InternalInbox>,
+        service: ServiceId,
         process_index: u32,
     ) -> Result<InstanceId, (Status, String)> {
         if self.shutting_down {
@@ -216,9 +235,11 @@ impl Core {
                 id,
                 prefix: Rc::from(prefix),
                 label,
-                origin: None,
+                origin: Some(Origin { service, process_index, token: Rc::from("") }),
                 window: options.max_window,
                 options,
+                metrics,
+                retiring: false,
                 delivered: Vec::new(),
                 queue: Default::default(),
                 subscriptions: Vec::new(),
@@ -249,6 +270,7 @@ impl Core {
             if let Some(f) = self.inflight.remove(&tid) {
                 self.timers.remove(&f.timer);
                 self.stats.crashed += 1;
+                inst.metrics.failed(Status::Crashed);
                 self.respond(f.sender, &tid, Status::Crashed, b"", crashed.as_bytes());
             }
         }
@@ -299,6 +321,9 @@ impl Core {
         self.now = Instant::now();
         let Some(f) = self.inflight.remove(&tid) else { return };
         self.stats.timeouts += 1;
+        if let Some(i) = self.instances.get(&f.dest) {
+            i.metrics.failed(Status::Timeout);
+        }
         let where_ = match self.instances.get(&f.dest) {
             Some(i) if i.delivered.contains(&tid) => format!("being handled by {}", i.label),
             Some(i) => format!("queued for {}", i.label),
@@ -346,14 +371,16 @@ impl Core {
     /// every instance gets TERMINATE.
     pub fn begin_shutdown(&mut self, terminate_ms: u32) {
         self.shutting_down = true;
-        let parked = std::mem::take(&mut self.parked);
-        let mut queued: Vec<OwnedRequest> = parked;
+        let mut queued: Vec<(OwnedRequest, Option<Rc<ServiceMetrics>>)> =
+            std::mem::take(&mut self.parked).into_iter().map(|q| (q, None)).collect();
         for inst in self.instances.values_mut() {
-            queued.extend(inst.queue.drain());
+            let m = inst.metrics.clone();
+            queued.extend(inst.queue.drain().map(|q| (q, Some(m.clone()))));
         }
-        for q in queued {
+        for (q, metrics) in queued {
             if let Some(f) = self.inflight.remove(&q.trans_id) {
                 self.timers.remove(&f.timer);
+                metrics.inspect(|m| m.failed(Status::ShuttingDown));
                 self.respond(f.sender, &q.trans_id, Status::ShuttingDown, b"", b"the core is shutting down");
             }
         }
@@ -361,6 +388,97 @@ impl Core {
             if let Endpoint::Socket(out) = &inst.endpoint {
                 out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
             }
+        }
+    }
+
+    /// The end of a shutdown: requests still in flight (their instance did
+    /// not answer within the terminate timeout) fail with SHUTTING_DOWN, and
+    /// every connection is closed once its outbox is written.
+    pub fn finish_shutdown(&mut self) {
+        let left: Vec<(TransId, InFlight)> = self.inflight.drain().collect();
+        for (tid, f) in left {
+            self.timers.remove(&f.timer);
+            if let Some(i) = self.instances.get(&f.dest) {
+                i.metrics.failed(Status::ShuttingDown);
+            }
+            let msg = "the core stopped before the request was answered (terminate timeout)";
+            self.respond(f.sender, &tid, Status::ShuttingDown, b"", msg.as_bytes());
+        }
+        for inst in self.instances.values() {
+            if let Endpoint::Socket(out) = &inst.endpoint {
+                out.close();
+            }
+        }
+    }
+
+    /// Socket connections still open or still writing their last bytes.
+    pub fn open_connections(&self) -> usize {
+        self.connection_tasks
+    }
+
+    /// Stops routing to these instances and tells them to TERMINATE: their
+    /// subscriptions end at once; what was queued for them goes to another
+    /// instance of the same pattern if there is one, else fails with
+    /// SHUTTING_DOWN; what they hold they may still answer. Used when a
+    /// process or a whole service is stopped while the core runs.
+    pub fn retire_instances(&mut self, ids: &[InstanceId], terminate_ms: u32, why: &str) {
+        let mut queued = Vec::new();
+        for id in ids {
+            let Some(inst) = self.instances.get_mut(id) else { continue };
+            if inst.retiring {
+                continue;
+            }
+            inst.retiring = true;
+            for p in std::mem::take(&mut inst.subscriptions) {
+                self.registry.unsubscribe(&p, *id);
+            }
+            let m = inst.metrics.clone();
+            queued.extend(inst.queue.drain().map(|q| (q, m.clone())));
+            if let Endpoint::Socket(out) = &inst.endpoint {
+                if !self.shutting_down {
+                    out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
+                }
+            }
+        }
+        for (q, metrics) in queued {
+            if !self.inflight.contains_key(&q.trans_id) {
+                continue;
+            }
+            if self.registry.lookup(&q.name).is_some() {
+                self.reroute(q);
+            } else if let Some(f) = self.inflight.remove(&q.trans_id) {
+                self.timers.remove(&f.timer);
+                metrics.failed(Status::ShuttingDown);
+                self.respond(f.sender, &q.trans_id, Status::ShuttingDown, b"", why.as_bytes());
+            }
+        }
+    }
+
+    /// The instances of a managed process, by its token.
+    pub fn process_instances(&self, token: &str) -> Vec<InstanceId> {
+        self.processes.get(token).map(|s| s.threads.iter().flatten().copied().collect()).unwrap_or_default()
+    }
+
+    /// Stops a managed process's instances from taking requests and refuses
+    /// its threads that have not connected yet.
+    pub fn retire_process(&mut self, token: &str, terminate_ms: u32, why: &str) {
+        if let Some(slot) = self.processes.get_mut(token) {
+            slot.retiring = true;
+        }
+        let ids = self.process_instances(token);
+        self.retire_instances(&ids, terminate_ms, why);
+    }
+
+    /// New options for a running service: its instances and processes use
+    /// them from the next request on.
+    pub fn set_service_options(&mut self, service: ServiceId, options: &Rc<ServiceOptions>) {
+        for inst in self.instances.values_mut() {
+            if inst.origin.as_ref().is_some_and(|o| o.service == service) {
+                inst.options = options.clone();
+            }
+        }
+        for slot in self.processes.values_mut().filter(|s| s.service == service) {
+            slot.options = options.clone();
         }
     }
 }

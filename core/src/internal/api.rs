@@ -31,10 +31,13 @@ pub struct SendOptions {
 
 impl InternalApi {
     /// Registers a new internal instance with the core.
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         core: &Shared,
         prefix: &str,
         options: Rc<crate::config::ServiceOptions>,
+        metrics: Rc<crate::metrics::ServiceMetrics>,
+        service: crate::instance::ServiceId,
         process_index: u32,
         process_count: u32,
         thread_count: u32,
@@ -47,7 +50,7 @@ impl InternalApi {
             unclaimed_wake: Default::default(),
         });
         let mut c = core.borrow_mut();
-        let id = c.admit_internal(prefix, options, inbox.clone(), process_index)?;
+        let id = c.admit_internal(prefix, options, metrics, inbox.clone(), service, process_index)?;
         let node = c.limits.node_id;
         Ok(InternalApi {
             core: core.clone(),

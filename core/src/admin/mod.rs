@@ -1,0 +1,207 @@
+//! The admin API: HTTP/JSON on `[admin] address:port` (loopback by
+//! default), to operate a running core — add, change, restart and remove
+//! services, list subscriptions, change the log level, read metrics.
+//! Served on the core's event loop like everything else: handlers read and
+//! change the state directly, and never hold a borrow across an await.
+//! docs/ADMIN.md describes it; docs/admin-openapi.json specifies it.
+
+mod log_level;
+mod node;
+mod prometheus;
+mod reply;
+pub mod routes;
+mod services;
+mod views;
+
+pub use log_level::{check_filter, LogControl};
+
+use crate::config::AdminConfig;
+use crate::state::Shared;
+use crate::supervisor::Supervisor;
+use anyhow::Context;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{header, Request, Response, StatusCode};
+use reply::{ApiError, Body};
+use routes::{Miss, Route};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::net::TcpListener;
+
+/// Largest request body: a list of services is a few KiB.
+const MAX_BODY: usize = 1024 * 1024;
+/// Admin connections open at once; more are closed at once.
+const MAX_CONNECTIONS: usize = 64;
+/// Time a client has to send its request headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The OpenAPI document, served at `/v1/openapi.json`.
+pub const OPENAPI: &str = include_str!("../../../docs/admin-openapi.json");
+
+/// What the handlers work with.
+pub struct AdminContext {
+    pub core: Shared,
+    pub supervisor: Rc<Supervisor>,
+    pub log: Rc<LogControl>,
+    pub token: Option<String>,
+    pub started: Instant,
+    pub started_at: SystemTime,
+}
+
+/// Binds the admin listener (before any service starts).
+pub fn bind(cfg: &AdminConfig) -> anyhow::Result<TcpListener> {
+    let addr = cfg.socket_addr();
+    let std = std::net::TcpListener::bind(addr).with_context(|| {
+        format!("cannot listen for the admin API on {addr} (another core running? set [admin] port to another port, or 0 to disable it)")
+    })?;
+    std.set_nonblocking(true)?;
+    let l = TcpListener::from_std(std)?;
+    let auth = if cfg.token.is_some() { "bearer token required" } else { "no token" };
+    tracing::info!("admin API listening on http://{} ({auth})", l.local_addr()?);
+    Ok(l)
+}
+
+pub async fn serve(listener: TcpListener, ctx: Rc<AdminContext>) {
+    let open = Rc::new(Cell::new(0usize));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!("admin API: accept failed: {e}; retrying in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if open.get() >= MAX_CONNECTIONS {
+            tracing::warn!("admin API: {MAX_CONNECTIONS} connections open; closing a new one");
+            continue;
+        }
+        open.set(open.get() + 1);
+        let (ctx, open) = (ctx.clone(), open.clone());
+        tokio::task::spawn_local(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let ctx = ctx.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(&ctx, req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(e) = conn.await {
+                tracing::debug!("admin API connection: {e}");
+            }
+            open.set(open.get() - 1);
+        });
+    }
+}
+
+async fn handle(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Response<Body> {
+    let (method, path) = (req.method().as_str().to_string(), req.uri().path().to_string());
+    let r = match answer(ctx, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    tracing::debug!("admin API: {method} {path} -> {}", r.status().as_u16());
+    r
+}
+
+async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    authorize(ctx.token.as_deref(), req.headers().get(header::AUTHORIZATION))?;
+    let path = req.uri().path().to_string();
+    let (route, id) = match routes::find(req.method().as_str(), &path) {
+        Ok(found) => found,
+        Err(Miss::NotFound) => return Err(ApiError::not_found(format!("no such call: {path} (see GET /v1/openapi.json)"))),
+        Err(Miss::MethodNotAllowed(allowed)) => {
+            let mut r = ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                format!("{} is not allowed on {path} (allowed: {})", req.method(), allowed.join(", ")),
+            )
+            .into_response();
+            r.headers_mut().insert(header::ALLOW, header::HeaderValue::from_str(&allowed.join(", ")).unwrap());
+            return Ok(r);
+        }
+    };
+    let id = id.map(str::to_string);
+    let body = read_body(req).await?;
+    let (status, value) = match route {
+        Route::Metrics => {
+            let text = prometheus::render(ctx);
+            return Ok(reply::with_type(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", text.into_bytes()));
+        }
+        Route::OpenApi => return Ok(reply::with_type(StatusCode::OK, "application/json", OPENAPI.as_bytes().to_vec())),
+        Route::ListServices => services::list(ctx),
+        Route::AddServices => services::add(ctx, &body),
+        Route::GetService => services::get(ctx, id.as_deref()),
+        Route::UpdateService => services::update(ctx, id.as_deref(), &body),
+        Route::RemoveService => services::remove(ctx, id.as_deref()).await,
+        Route::RestartService => services::restart(ctx, id.as_deref()),
+        Route::Subscriptions => node::subscriptions(ctx),
+        Route::Nodes => node::nodes(ctx),
+        Route::GetLogLevel => node::get_log_level(ctx),
+        Route::SetLogLevel => node::set_log_level(ctx, &body),
+        Route::Status => node::status(ctx),
+    }?;
+    Ok(reply::json(status, &value))
+}
+
+/// With a token configured, every call must carry `Authorization: Bearer
+/// <token>`; compared in constant time.
+fn authorize(token: Option<&str>, given: Option<&header::HeaderValue>) -> Result<(), ApiError> {
+    let Some(token) = token else { return Ok(()) };
+    let unauthorized = |m: &str| Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m));
+    let Some(given) = given else {
+        return unauthorized("this core requires a token: send the header 'Authorization: Bearer <token>'");
+    };
+    let presented = given.as_bytes().strip_prefix(b"Bearer ").unwrap_or(b"");
+    if !same_bytes(presented, token.as_bytes()) {
+        return unauthorized("wrong token");
+    }
+    Ok(())
+}
+
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("request body over {MAX_BODY} bytes"),
+        )),
+        Err(e) => Err(ApiError::bad_request("bad_request", format!("cannot read the request body: {e}"))),
+    }
+}
+
+/// Parses `{id}`: ids are positive integers.
+fn service_id(id: Option<&str>) -> Result<crate::instance::ServiceId, ApiError> {
+    let id = id.unwrap_or_default();
+    id.parse().map_err(|_| ApiError::not_found(format!("no service with id '{id}' (ids are numbers, see GET /v1/services)")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_check() {
+        let h = |s: &str| header::HeaderValue::from_str(s).unwrap();
+        assert!(authorize(None, None).is_ok());
+        assert!(authorize(Some("abc"), Some(&h("Bearer abc"))).is_ok());
+        for wrong in ["Bearer abd", "Bearer ab", "abc", "Basic abc", "Bearer abc "] {
+            let e = authorize(Some("abc"), Some(&h(wrong))).unwrap_err();
+            assert_eq!((e.status, e.code), (StatusCode::UNAUTHORIZED, "unauthorized"), "{wrong}");
+        }
+        assert!(authorize(Some("abc"), None).unwrap_err().message.contains("Authorization: Bearer"));
+    }
+
+    #[test]
+    fn the_openapi_document_is_json() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).expect("docs/admin-openapi.json parses");
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    }
+}

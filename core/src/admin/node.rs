@@ -1,0 +1,100 @@
+//! This node as a whole: status, node list, subscriptions, log level.
+
+use super::reply::{Answer, ApiError};
+use super::{views, AdminContext};
+use hyper::StatusCode;
+use serde_json::{json, Value};
+
+pub fn nodes(ctx: &AdminContext) -> Answer {
+    let node_id = ctx.core.borrow().limits.node_id;
+    Ok((
+        StatusCode::OK,
+        json!({ "nodes": [{
+            "id": node_id,
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptime_seconds": ctx.started.elapsed().as_secs_f64(),
+            "started_at": views::unix_seconds(ctx.started_at),
+            "local": true,
+        }]}),
+    ))
+}
+
+pub fn status(ctx: &AdminContext) -> Answer {
+    let services = ctx.supervisor.services();
+    let mut by_status = serde_json::Map::new();
+    for s in &services {
+        let n = by_status.entry(s.status()).or_insert(json!(0));
+        *n = json!(n.as_u64().unwrap_or(0) + 1);
+    }
+    let core = ctx.core.borrow();
+    let st = &core.stats;
+    let queued: usize = core.instances.values().map(|i| i.queue.len()).sum();
+    Ok((
+        StatusCode::OK,
+        json!({
+            "node_id": core.limits.node_id,
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptime_seconds": ctx.started.elapsed().as_secs_f64(),
+            "shutting_down": core.shutting_down,
+            "log_level": ctx.log.current(),
+            "services": { "total": services.len(), "by_status": by_status },
+            "processes": core.processes.len(),
+            "instances": core.instances.len(),
+            "subscriptions": core.registry.patterns().count(),
+            "requests_in_flight": core.inflight.len(),
+            "requests_queued": queued,
+            "totals": {
+                "requests": st.requests, "responses": st.responses, "forwards": st.forwards,
+                "timeouts": st.timeouts, "no_service": st.no_service, "queue_full": st.queue_full,
+                "crashed": st.crashed, "late": st.late, "protocol_errors": st.protocol_errors,
+                "slow_consumers": st.slow_consumers,
+            },
+        }),
+    ))
+}
+
+/// Every subscribed pattern with the instances serving it (a pattern
+/// subscribed twice by one instance lists it twice: it gets twice the share).
+pub fn subscriptions(ctx: &AdminContext) -> Answer {
+    let core = ctx.core.borrow();
+    let mut all: Vec<Value> = core
+        .registry
+        .patterns()
+        .map(|e| {
+            let instances: Vec<Value> = e
+                .instances
+                .iter()
+                .map(|id| {
+                    let inst = core.instances.get(id);
+                    let origin = inst.and_then(|i| i.origin.as_ref());
+                    json!({
+                        "instance_id": id,
+                        "service_id": origin.map(|o| o.service),
+                        "process_index": origin.map(|o| o.process_index),
+                        "label": inst.map(|i| i.label.as_str()),
+                    })
+                })
+                .collect();
+            json!({ "pattern": &*e.pattern, "instances": instances })
+        })
+        .collect();
+    all.sort_by(|a, b| a["pattern"].as_str().cmp(&b["pattern"].as_str()));
+    Ok((StatusCode::OK, json!({ "subscriptions": all })))
+}
+
+pub fn get_log_level(ctx: &AdminContext) -> Answer {
+    Ok((StatusCode::OK, json!({ "level": ctx.log.current() })))
+}
+
+pub fn set_log_level(ctx: &AdminContext, body: &[u8]) -> Answer {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        level: String,
+    }
+    let b: Body = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("expected {{\"level\": \"debug\"}}: {e}")))?;
+    let previous = ctx.log.set(&b.level).map_err(|e| ApiError::bad_request("invalid_log_level", e))?;
+    tracing::info!("log level changed from '{previous}' to '{}'", b.level);
+    Ok((StatusCode::OK, json!({ "level": b.level, "previous": previous })))
+}
