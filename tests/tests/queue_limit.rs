@@ -39,7 +39,6 @@ fn a_full_queue_refuses_at_once() {
 /// Requests that timed out while queued are finished: they must not hold
 /// places in the queue.
 #[test]
-#[ignore = "core bug: requests that timed out while queued still count against queue_limit"]
 fn timed_out_requests_free_their_place_in_the_queue() {
     let core = Core::start(
         Config::new().service(

@@ -71,7 +71,6 @@ fn invalid_patterns_are_refused() {
 /// "cannot be matched literally"); only an exact pattern, one without
 /// wildcards, is looked up as such.
 #[test]
-#[ignore = "core bug: a name spelled like a wildcard pattern is routed to that pattern as if it were exact"]
 fn a_name_equal_to_a_wildcard_pattern_is_not_an_exact_match() {
     let cfg = Config::new()
         .service(sub("star", "*"))

@@ -139,7 +139,7 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
                 info: req.request_info.to_vec(),
                 body: body.to_vec(),
                 timeout: 0,
-                priority: req.priority,
+                priority: None,
             });
         }
         _ => {}
