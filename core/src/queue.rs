@@ -50,6 +50,22 @@ impl<T> PriorityQueue<T> {
         item
     }
 
+    /// Removes the first item matching `pred` (a linear scan: used only when
+    /// a queued request times out, so the queue never holds dead requests).
+    pub fn remove_first(&mut self, mut pred: impl FnMut(&T) -> bool) -> Option<T> {
+        for li in 0..self.levels.len() {
+            if let Some(i) = self.levels[li].1.iter().position(&mut pred) {
+                let item = self.levels[li].1.remove(i);
+                if self.levels[li].1.is_empty() {
+                    self.levels.remove(li);
+                }
+                self.len -= 1;
+                return item;
+            }
+        }
+        None
+    }
+
     /// Takes everything out, most urgent first.
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.len = 0;
@@ -71,5 +87,18 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, ["first", "u", "v", "a", "b", "x", "z"]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn remove_first_keeps_order_and_length() {
+        let mut q = PriorityQueue::default();
+        for (p, v) in [(0, 1), (0, 2), (-1, 3), (0, 4)] {
+            q.push(p, v);
+        }
+        assert_eq!(q.remove_first(|&v| v == 3), Some(3));
+        assert_eq!(q.remove_first(|&v| v == 2), Some(2));
+        assert_eq!(q.remove_first(|&v| v == 9), None);
+        assert_eq!(q.len(), 2);
+        assert_eq!(std::iter::from_fn(|| q.pop()).collect::<Vec<_>>(), [1, 4]);
     }
 }

@@ -24,6 +24,8 @@ pub struct PatternEntry {
     /// twice and gets twice the share of random selection.
     pub instances: Vec<InstanceId>,
     pub literal_len: usize,
+    /// Has wildcards: never an exact match for a name spelled like it.
+    pub wild: bool,
     /// Round-robin cursor for this pattern.
     pub next: usize,
 }
@@ -46,11 +48,12 @@ impl Registry {
         }
         let key: Rc<str> = Rc::from(full);
         let literal_len = pattern::literal_len(full);
+        let wild = pattern::has_wildcard(full);
         self.entries.insert(
             key.clone(),
-            PatternEntry { pattern: key.clone(), instances: vec![instance], literal_len, next: 0 },
+            PatternEntry { pattern: key.clone(), instances: vec![instance], literal_len, wild, next: 0 },
         );
-        if pattern::has_wildcard(full) {
+        if wild {
             let entries = &self.entries;
             let pos = self
                 .wildcards
@@ -83,7 +86,8 @@ impl Registry {
 
     /// The most specific pattern matching `name`, with its instances.
     pub fn lookup(&mut self, name: &str) -> Option<&mut PatternEntry> {
-        if self.entries.contains_key(name) {
+        // A name spelled like a wildcard pattern is still matched as a name.
+        if self.entries.get(name).is_some_and(|e| !e.wild) {
             return self.entries.get_mut(name);
         }
         let best = match self.cache.get(name) {
@@ -104,7 +108,7 @@ impl Registry {
     /// with the most specific pattern it matched by (for multicast).
     pub fn lookup_all(&self, name: &str) -> Vec<(InstanceId, Rc<str>)> {
         let mut out: Vec<(InstanceId, Rc<str>)> = Vec::new();
-        let exact = self.entries.get(name).filter(|_| !pattern::has_wildcard(name));
+        let exact = self.entries.get(name).filter(|e| !e.wild);
         let wild = self.wildcards.iter().filter(|p| pattern::matches(p, name)).map(|p| &self.entries[p]);
         for e in exact.into_iter().chain(wild) {
             for &i in &e.instances {

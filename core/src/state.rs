@@ -324,9 +324,14 @@ impl Core {
         if let Some(i) = self.instances.get(&f.dest) {
             i.metrics.failed(Status::Timeout);
         }
-        let where_ = match self.instances.get(&f.dest) {
+        let where_ = match self.instances.get_mut(&f.dest) {
             Some(i) if i.delivered.contains(&tid) => format!("being handled by {}", i.label),
-            Some(i) => format!("queued for {}", i.label),
+            Some(i) => {
+                // Out of the queue now: a dead request must not hold a place
+                // under queue_limit, nor its payload's memory.
+                i.queue.remove_first(|q| q.trans_id == tid);
+                format!("queued for {}", i.label)
+            }
             None if f.dest == 0 => "waiting for a service to subscribe".to_string(),
             None => "its instance is gone".to_string(),
         };
@@ -346,7 +351,10 @@ impl Core {
         for inst in self.instances.values() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
             out.push(|b| cumulo_proto::encode_ping(b, cumulo_proto::kind::PING, nonce));
-            let silent = now.saturating_duration_since(inst.last_rx) > limit;
+            // Only an instance that serves something can be hung: a pure
+            // sender (a tool idle between calls) is left alone.
+            let serves = !inst.subscriptions.is_empty() || !inst.delivered.is_empty();
+            let silent = serves && now.saturating_duration_since(inst.last_rx) > limit;
             let busy_in_time =
                 inst.delivered.iter().any(|t| self.inflight.get(t).is_some_and(|f| f.deadline > now));
             if silent && !busy_in_time {

@@ -36,7 +36,8 @@ pub enum Answer {
     Return { info: Vec<u8>, body: Vec<u8> },
     /// Pass the request on to another name; the original sender gets that
     /// service's answer. Zero timeout keeps the time left.
-    Forward { name: String, info: Vec<u8>, body: Vec<u8>, timeout: u32, priority: i8 },
+    /// `priority` None keeps the original request's.
+    Forward { name: String, info: Vec<u8>, body: Vec<u8>, timeout: u32, priority: Option<i8> },
 }
 
 impl Answer {
@@ -47,7 +48,7 @@ impl Answer {
         Answer::Return { info: info.into(), body: body.into() }
     }
     pub fn forward(name: impl Into<String>, info: impl Into<Vec<u8>>, body: impl Into<Vec<u8>>) -> Answer {
-        Answer::Forward { name: name.into(), info: info.into(), body: body.into(), timeout: 0, priority: 0 }
+        Answer::Forward { name: name.into(), info: info.into(), body: body.into(), timeout: 0, priority: None }
     }
 }
 
@@ -408,6 +409,7 @@ impl Api {
     /// The event loop: handles requests until TERMINATE (returns Ok(false))
     /// or until `wait` passes with nothing to do (returns Ok(true)).
     pub fn poll(&mut self, wait: Option<Duration>) -> Result<bool> {
+        let deadline = wait.map(|w| Instant::now() + w);
         loop {
             while let Some(q) = self.pending.pop_front() {
                 let req = Request {
@@ -427,7 +429,13 @@ impl Api {
                 self.conn.flush()?;
                 return Ok(false);
             }
-            let Some((s, e)) = self.conn.next_frame(wait)? else { return Ok(true) };
+            // `wait` bounds the whole call, not each read: PINGs and other
+            // frames must not keep restarting it.
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
+                return Ok(true);
+            }
+            let Some((s, e)) = self.conn.next_frame(left)? else { return Ok(true) };
             if self.conn.rbuf[s] != kind::REQUEST {
                 self.absorb(s, e)?;
                 continue;
@@ -493,7 +501,15 @@ impl Api {
             Ok(Answer::Forward { name, info, body, timeout, priority }) => cumulo_proto::encode_send(
                 w,
                 kind::FORWARD,
-                &Send { trans_id: req.trans_id, timeout, priority, flags: 0, name: &name, request_info: &info, request: &body },
+                &Send {
+                    trans_id: req.trans_id,
+                    timeout,
+                    priority: priority.unwrap_or(req.priority),
+                    flags: 0,
+                    name: &name,
+                    request_info: &info,
+                    request: &body,
+                },
             ),
             Err(e) => {
                 let msg = format!("{e}");

@@ -1,0 +1,165 @@
+//! Builds the TOML config a test core runs with.
+
+use std::fmt::Display;
+
+/// A TOML basic string.
+pub fn q(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// One `[[service]]` table.
+#[derive(Clone, Debug)]
+pub struct Service {
+    pub prefix: String,
+    lines: Vec<String>,
+    env: Vec<(String, String)>,
+    /// Names to probe with WAIT_FOR_SERVICE before the test starts.
+    pub(crate) probes: Vec<String>,
+    count_process: u32,
+    count_thread: u32,
+    is_test_service: bool,
+    waits: bool,
+}
+
+impl Service {
+    fn new(prefix: &str, line: String) -> Service {
+        Service {
+            prefix: prefix.into(),
+            lines: vec![format!("prefix = {}", q(prefix)), line],
+            env: Vec::new(),
+            probes: Vec::new(),
+            count_process: 1,
+            count_thread: 1,
+            is_test_service: false,
+            waits: true,
+        }
+    }
+
+    /// An external program.
+    pub fn program(prefix: &str, path: &str) -> Service {
+        Service::new(prefix, format!("path = {}", q(path)))
+    }
+
+    /// The test service; the start waits for each of its instances to be
+    /// subscribed (it prints a ready line).
+    pub fn test_service(prefix: &str, path: &str) -> Service {
+        let mut s = Service::program(prefix, path);
+        s.is_test_service = true;
+        s
+    }
+
+    /// A service built into the core.
+    pub fn internal(prefix: &str, name: &str) -> Service {
+        Service::new(prefix, format!("internal = {}", q(name)))
+    }
+
+    /// Any key of the service table, the value as TOML (`"..."` for strings).
+    pub fn set(mut self, key: &str, value: impl Display) -> Service {
+        let v = value.to_string();
+        match key {
+            "count_process" => self.count_process = v.parse().unwrap_or(1),
+            "count_thread" => self.count_thread = v.parse().unwrap_or(1),
+            _ => {}
+        }
+        self.lines.push(format!("{key} = {v}"));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Display) -> Service {
+        self.env.push((key.into(), value.to_string()));
+        self
+    }
+
+    /// The test_service behaviour (`TS_MODE`).
+    pub fn mode(self, mode: &str) -> Service {
+        self.env("TS_MODE", mode)
+    }
+
+    /// Do not wait for this service at start (it is meant to fail).
+    pub fn no_wait(mut self) -> Service {
+        self.waits = false;
+        self
+    }
+
+    /// Wait at start until `name` answers (for services that print no ready line).
+    pub fn probe(mut self, name: &str) -> Service {
+        self.probes.push(name.into());
+        self
+    }
+
+    pub(crate) fn expected_ready(&self) -> u32 {
+        if self.is_test_service && self.waits {
+            self.count_process * self.count_thread
+        } else {
+            0
+        }
+    }
+
+    fn to_toml(&self) -> String {
+        let mut t = String::from("\n[[service]]\n");
+        for l in &self.lines {
+            t.push_str(l);
+            t.push('\n');
+        }
+        if !self.env.is_empty() {
+            let pairs: Vec<String> = self
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", q(v)))
+                .collect();
+            t.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
+        }
+        t
+    }
+}
+
+/// A whole config: `[core]` keys, extra tables, services. The socket is
+/// added by the harness.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    core: Vec<String>,
+    unmanaged: Vec<String>,
+    pub services: Vec<Service>,
+}
+
+impl Config {
+    pub fn new() -> Config {
+        Config::default()
+    }
+
+    /// A `[core]` key, the value as TOML.
+    pub fn core(mut self, key: &str, value: impl Display) -> Config {
+        self.core.push(format!("{key} = {value}"));
+        self
+    }
+
+    /// A key of `[core.unmanaged]`, the options of unmanaged (test) clients.
+    pub fn unmanaged(mut self, key: &str, value: impl Display) -> Config {
+        self.unmanaged.push(format!("{key} = {value}"));
+        self
+    }
+
+    pub fn service(mut self, s: Service) -> Config {
+        self.services.push(s);
+        self
+    }
+
+    pub fn render(&self, socket: &str) -> String {
+        let mut t = format!("[core]\nsocket = {}\n", q(socket));
+        for l in &self.core {
+            t.push_str(l);
+            t.push('\n');
+        }
+        if !self.unmanaged.is_empty() {
+            t.push_str("\n[core.unmanaged]\n");
+            for l in &self.unmanaged {
+                t.push_str(l);
+                t.push('\n');
+            }
+        }
+        for s in &self.services {
+            t.push_str(&s.to_toml());
+        }
+        t
+    }
+}

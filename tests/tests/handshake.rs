@@ -1,0 +1,62 @@
+//! A connection that never sends HELLO is closed after the core's 10 s
+//! handshake timeout, with an ERROR saying why.
+
+use cumulo_e2e::raw::Raw;
+use cumulo_e2e::*;
+use std::time::{Duration, Instant};
+
+const PROTOCOL: u16 = 12;
+
+#[test]
+fn silent_and_half_spoken_connections_are_closed_after_10_s() {
+    let core =
+        Core::start(Config::new().service(Service::internal("/echo/", "echo").probe("/echo/x")));
+    let t = Instant::now();
+    let mut silent = Raw::connect(&core.socket);
+    let mut partial = Raw::connect(&core.socket);
+    partial.write(&[9, 0]); // half a length prefix
+    let mut api = core.client();
+    // Meanwhile the core serves others.
+    std::thread::sleep(ms(2000));
+    assert!(api.send_sync("/echo/x", b"", b"", opts(5000)).is_ok());
+    for c in [&mut silent, &mut partial] {
+        let (status, msg) = c.expect_error(Duration::from_secs(15));
+        let took = t.elapsed();
+        assert_eq!(status, PROTOCOL, "{msg}");
+        assert!(
+            took >= ms(9500) && took < ms(12_000),
+            "closed after {took:?}"
+        );
+        c.expect_closed(Duration::from_secs(3));
+    }
+    assert!(api.send_sync("/echo/x", b"", b"", opts(5000)).is_ok());
+}
+
+#[test]
+fn unmanaged_clients_can_be_refused() {
+    let core = Core::start(Config::new().core("allow_unmanaged", false));
+    let mut c = Raw::connect(&core.socket);
+    c.write(&cumulo_e2e::raw::hello(1, 1, "", "/client/"));
+    let (status, msg) = c.expect_error(Duration::from_secs(5));
+    assert_eq!(status, 11, "UNAUTHORIZED: {msg}");
+    c.expect_closed(Duration::from_secs(5));
+}
+
+#[test]
+fn welcome_tells_the_instance_its_settings() {
+    let core = Core::start(
+        Config::new()
+            .core("keepalive", 1234)
+            .core("node_id", 7)
+            .core("max_frame", 4096),
+    );
+    let mut c = Raw::connect(&core.socket);
+    let w = c.handshake(0, "/mine/");
+    assert_eq!(
+        (w.window, w.node_id, w.keepalive, w.max_frame),
+        (1, 7, 1234, 4096),
+        "window 0 is taken as 1"
+    );
+    assert_eq!(w.prefix, "/mine/");
+    assert_ne!(w.instance_id, 0, "instance_id 0 is the core's");
+}
