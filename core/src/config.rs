@@ -344,7 +344,7 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
         }
         // Settings are checked now, not when the service starts: a bad one
         // must refuse the file (or the API call), not stop a running core.
-        (None, Some(name)) => crate::internal::create(name, &s.settings).map(drop).map_err(|why| (at_field("settings"), why))?,
+        (None, Some(name)) => crate::internal::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?,
         _ => {}
     }
     if s.count_process == 0 || s.count_process > 1024 {
@@ -355,6 +355,9 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
     }
     if s.max_t == 0 {
         return Err((at_field("max_t"), "must be at least 1 second".into()));
+    }
+    if s.internal.as_deref() == Some("http") && (s.count_process > 1 || s.count_thread > 1) {
+        return Err((at_field("count_process"), "the http gateway listens on one port: count_process and count_thread must be 1".into()));
     }
     validate_options(at, &s.options())
 }

@@ -5,6 +5,7 @@
 
 mod api;
 mod echo;
+mod http;
 
 pub use api::InternalApi;
 
@@ -12,7 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo"];
+pub const KNOWN: &[&str] = &["echo", "http"];
 
 pub fn is_known(name: &str) -> bool {
     KNOWN.contains(&name)
@@ -29,6 +30,17 @@ pub trait InternalService {
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
+        "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
+        other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
+    }
+}
+
+/// Checks the settings of an internal service without creating it (no
+/// socket bound, nothing started): for validating a config file.
+pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
+    match name {
+        "echo" => echo::Echo::from_settings(settings).map(drop),
+        "http" => http::check_settings(settings),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
 }

@@ -1,0 +1,159 @@
+//! One HTTP request, start to end: map it to a service name and request,
+//! send it with `send_sync`, and turn the answer (or the error) into the
+//! HTTP response. Every path ends in a response; none waits forever.
+
+use super::access_log::{AccessLog, Entry};
+use super::names::NameMapping;
+use super::request::{query_request, request_info, takes_query};
+use super::response::{from_service, plain, plain_and_close, HttpResponse};
+use super::settings::{HeaderFilter, QueryFormat, Settings};
+use crate::internal::api::SendOptions;
+use crate::internal::InternalApi;
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::{Body, Incoming};
+use hyper::http::request::Parts;
+use hyper::{Request, StatusCode};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Extra time past `timeout_ms` before the gateway stops waiting on its own.
+/// The core always answers a request by its deadline (TIMEOUT at worst);
+/// this only guarantees that no HTTP client can hang if that ever failed.
+const SAFETY_MARGIN: Duration = Duration::from_secs(1);
+
+/// Longest service name the wire protocol carries (a `str`, u16 length).
+const MAX_NAME: usize = u16::MAX as usize;
+
+pub struct Gateway {
+    api: InternalApi,
+    names: NameMapping,
+    headers: HeaderFilter,
+    query_format: QueryFormat,
+    max_body: usize,
+    send: SendOptions,
+    log: Option<Rc<AccessLog>>,
+    pub counts: Counts,
+}
+
+/// Requests answered, by status class; logged when the gateway stops.
+#[derive(Default)]
+pub struct Counts {
+    pub by_class: [Cell<u64>; 6],
+    pub refused_connections: Cell<u64>,
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c: Vec<u64> = self.by_class.iter().map(Cell::get).collect();
+        write!(
+            f,
+            "{} requests (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} connections refused over max_connections",
+            c.iter().sum::<u64>(),
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            self.refused_connections.get()
+        )
+    }
+}
+
+impl Gateway {
+    pub fn new(api: InternalApi, s: &Settings, log: Option<Rc<AccessLog>>) -> Gateway {
+        Gateway {
+            api,
+            names: NameMapping { name_prefix: s.name_prefix.clone(), method_suffix: s.method_suffix },
+            headers: s.headers.clone(),
+            query_format: s.query_format,
+            max_body: s.max_body,
+            send: SendOptions { timeout_ms: s.timeout_ms, priority: 0, wait_for_service: false },
+            log,
+            counts: Counts::default(),
+        }
+    }
+
+    /// `remote` is the client's `ip:port`, formatted once per connection.
+    pub async fn handle(&self, req: Request<Incoming>, remote: &str) -> HttpResponse {
+        let started = Instant::now();
+        let (parts, body) = req.into_parts();
+        let name = self.names.service_name(&parts.method, parts.uri.path());
+        let resp = if name.len() > MAX_NAME {
+            let text = format!("uri too long: the service name would be {} bytes, over {MAX_NAME}\n", name.len());
+            plain_and_close(StatusCode::URI_TOO_LONG, text)
+        } else {
+            match self.payload(&parts, body).await {
+                Ok(payload) => self.call(&name, &request_info(&parts, remote, &self.headers), &payload).await,
+                Err(refused) => refused,
+            }
+        };
+        self.count(&parts, &resp, remote, started);
+        resp
+    }
+
+    /// The service request: the query for GET/HEAD/DELETE, else the body
+    /// (at most `max_body` bytes).
+    async fn payload(&self, parts: &Parts, body: Incoming) -> Result<Bytes, HttpResponse> {
+        if takes_query(&parts.method) {
+            let query = parts.uri.query().unwrap_or("");
+            return query_request(query, self.query_format)
+                .map(Bytes::from)
+                .map_err(|why| plain(StatusCode::BAD_REQUEST, format!("bad request: {why}\n")));
+        }
+        let too_large = || {
+            // The body is left unread, so the connection cannot be reused.
+            plain_and_close(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("payload too large: the request body is over max_body ({} bytes)\n", self.max_body),
+            )
+        };
+        if body.size_hint().lower() > self.max_body as u64 {
+            return Err(too_large()); // known from Content-Length: refuse before reading
+        }
+        match Limited::new(body, self.max_body).collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) if e.is::<LengthLimitError>() => Err(too_large()),
+            Err(e) => {
+                Err(plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: cannot read the body: {e}\n")))
+            }
+        }
+    }
+
+    async fn call(&self, name: &str, info: &[u8], payload: &[u8]) -> HttpResponse {
+        let limit = Duration::from_millis(self.send.timeout_ms as u64) + SAFETY_MARGIN;
+        match tokio::time::timeout(limit, self.api.send_sync(name, info, payload, self.send)).await {
+            Ok(answer) => from_service(answer, name),
+            Err(_) => plain(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("gateway timeout: no answer for '{name}' within {} ms\n", self.send.timeout_ms),
+            ),
+        }
+    }
+
+    fn count(&self, parts: &Parts, resp: &HttpResponse, remote: &str, started: Instant) {
+        let class = (resp.status().as_u16() / 100).min(5) as usize;
+        let n = &self.counts.by_class[class];
+        n.set(n.get() + 1);
+        if let Some(log) = &self.log {
+            let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            log.record(&Entry {
+                remote,
+                method: parts.method.as_str(),
+                target,
+                version: version_name(parts),
+                status: resp.status().as_u16(),
+                body_bytes: resp.body().size_hint().exact().unwrap_or(0),
+                started,
+            });
+        }
+    }
+}
+
+fn version_name(parts: &Parts) -> &'static str {
+    if parts.version == hyper::Version::HTTP_10 {
+        "HTTP/1.0"
+    } else {
+        "HTTP/1.1"
+    }
+}

@@ -1,0 +1,106 @@
+//! `http`: the HTTP gateway. An HTTP/1.1 server inside the core that turns
+//! each request into a service request (`GET /a/b?x=1` → name `/a/b/get`,
+//! request `x\01\0`, headers in request_info), sends it with `send_sync`,
+//! and answers with the service's response (status and headers from
+//! response_info). Settings and mapping: docs/GATEWAY.md.
+//!
+//! The listening socket is bound when the service is created, so a bad
+//! address or a port in use stops the core at start with a clear error,
+//! instead of a gateway that silently never answers.
+
+mod access_log;
+mod gateway;
+mod names;
+mod request;
+mod response;
+mod server;
+mod settings;
+
+use super::{InternalApi, InternalService};
+use settings::Settings;
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+
+/// Pending connections the kernel keeps before `accept`: a burst of new
+/// clients waits there instead of being dropped and retried a second later.
+const LISTEN_BACKLOG: i32 = 4096;
+
+pub struct HttpGateway {
+    settings: Settings,
+    listener: std::net::TcpListener,
+    access_log: Option<access_log::Sink>,
+}
+
+impl HttpGateway {
+    pub fn from_settings(table: &toml::Table) -> Result<HttpGateway, String> {
+        let settings = Settings::from_settings(table)?;
+        let access_log = access_log::open_sink(&settings.access_log)?;
+        let listener = bind(&settings)?;
+        Ok(HttpGateway { settings, listener, access_log })
+    }
+}
+
+/// The settings' checks alone, without binding the port.
+pub fn check_settings(table: &toml::Table) -> Result<(), String> {
+    listen_address(&Settings::from_settings(table)?).map(drop)
+}
+
+impl InternalService for HttpGateway {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(async move {
+            let log = match self.access_log {
+                None => None,
+                Some(sink) => match access_log::AccessLog::start(sink) {
+                    Ok(log) => Some(log),
+                    Err(e) => return tracing::error!("http: cannot start the access log writer: {e}"),
+                },
+            };
+            if let Ok(addr) = self.listener.local_addr() {
+                tracing::info!("http: gateway listening on http://{addr}");
+            }
+            let gateway = gateway::Gateway::new(api, &self.settings, log);
+            server::serve(self.listener, gateway, self.settings).await
+        })
+    }
+}
+
+/// Where to listen: the address resolved, and refused unless loopback or
+/// explicitly allowed.
+fn listen_address(s: &Settings) -> Result<SocketAddr, String> {
+    let addr = (s.address.as_str(), s.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("http: settings.address '{}' is not a usable address: {e}", s.address))?
+        .next()
+        .ok_or_else(|| format!("http: settings.address '{}' resolves to no address", s.address))?;
+    if !s.allow_remote && !addr.ip().is_loopback() {
+        return Err(format!(
+            "http: settings.address = {} is not a loopback address; set settings.allow_remote = true to accept HTTP clients from other hosts",
+            s.address
+        ));
+    }
+    Ok(addr)
+}
+
+fn bind(s: &Settings) -> Result<std::net::TcpListener, String> {
+    let addr = listen_address(s)?;
+    listen(addr).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+            " (another program, or a second instance of this gateway: keep count_process and count_thread at 1)"
+        } else {
+            ""
+        };
+        format!("http: cannot listen on {}:{}: {e}{hint}", s.address, s.port)
+    })
+}
+
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    // A restarted core can bind again while old connections sit in TIME_WAIT.
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}

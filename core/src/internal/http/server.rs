@@ -1,0 +1,163 @@
+//! The listener and its connections. Each accepted TcpStream is served by
+//! hyper's HTTP/1.1 server (keep-alive, pipelining answered in order) in a
+//! task of its own on the core's thread: hyper's http1 connection accepts
+//! services that are not Send, so the gateway calls the core directly.
+
+use super::gateway::Gateway;
+use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Pause after a failed accept (e.g. out of file descriptors): the error
+/// would repeat at once, and a spinning loop would starve the core.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// At most one warning per interval about refused connections or failed
+/// accepts, however many there are: a flood must not become a log flood.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Written to a connection over `max_connections` before it is closed.
+const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+content-length: 42\r\nconnection: close\r\n\r\nservice unavailable: too many connections\n";
+
+pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: Settings) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => return tracing::error!("http: cannot use the listening socket: {e}"),
+    };
+    let gateway = Rc::new(gateway);
+    let http = builder(&settings);
+    let open = Rc::new(Cell::new(0usize));
+    // Cancelled when this future is dropped (the core stops): open
+    // connections finish their current request and close.
+    let stopping = CancellationToken::new();
+    let _stop_connections = stopping.clone().drop_guard();
+    let _report = ReportOnStop(gateway.clone());
+    let (mut refusals, mut accept_errors) = (Throttle::default(), Throttle::default());
+    loop {
+        match listener.accept().await {
+            Ok((stream, remote)) => {
+                if open.get() >= settings.max_connections {
+                    refuse(stream, &gateway);
+                    refusals.warn(|n| {
+                        format!("http: {n} connections refused: max_connections ({}) reached", settings.max_connections)
+                    });
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                open.set(open.get() + 1);
+                let conn = Connection { gateway: gateway.clone(), http: http.clone(), open: open.clone() };
+                tokio::task::spawn_local(conn.serve(stream, remote, stopping.clone()));
+            }
+            Err(e) => {
+                accept_errors.warn(|n| {
+                    format!("http: accept failed {n} times, last: {e} (check ulimit -n against max_connections)")
+                });
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
+fn builder(s: &Settings) -> http1::Builder {
+    let mut b = http1::Builder::new();
+    b.timer(TokioTimer::new())
+        // Bounds both a slow request head (slowloris) and an idle
+        // keep-alive connection waiting for its next request.
+        .header_read_timeout(Duration::from_millis(s.header_timeout_ms))
+        .keep_alive(s.keepalive)
+        .max_header_size(s.max_header_size);
+    if s.max_headers != HYPER_DEFAULT_MAX_HEADERS {
+        b.max_headers(s.max_headers);
+    }
+    b
+}
+
+/// Over the limit: a short 503 if the socket takes it at once, then close.
+fn refuse(stream: TcpStream, gateway: &Gateway) {
+    let _ = stream.try_write(TOO_MANY_CONNECTIONS);
+    let n = &gateway.counts.refused_connections;
+    n.set(n.get() + 1);
+}
+
+struct Connection {
+    gateway: Rc<Gateway>,
+    http: http1::Builder,
+    open: Rc<Cell<usize>>,
+}
+
+impl Connection {
+    async fn serve(self, stream: TcpStream, remote: SocketAddr, stopping: CancellationToken) {
+        let gateway = self.gateway.clone();
+        let client: Rc<str> = Rc::from(remote.to_string());
+        let service = service_fn(move |req| {
+            let (gateway, client) = (gateway.clone(), client.clone());
+            async move { Ok::<_, Infallible>(gateway.handle(req, &client).await) }
+        });
+        let conn = self.http.serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(conn);
+        let result = tokio::select! {
+            r = conn.as_mut() => r,
+            _ = stopping.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        // Client resets, header timeouts and parse errors end up here; they
+        // are the client's business, not worth a line at the default level.
+        if let Err(e) = result {
+            tracing::debug!("http: connection from {remote} ended: {e}");
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.open.set(self.open.get() - 1);
+    }
+}
+
+struct ReportOnStop(Rc<Gateway>);
+
+impl Drop for ReportOnStop {
+    fn drop(&mut self) {
+        tracing::info!("http: gateway stopped accepting connections; so far {}", self.0.counts);
+    }
+}
+
+/// Rate-limits one kind of warning, counting what it held back.
+#[derive(Default)]
+struct Throttle {
+    last: Option<Instant>,
+    held_back: u64,
+}
+
+impl Throttle {
+    fn warn(&mut self, message: impl FnOnce(u64) -> String) {
+        self.held_back += 1;
+        let now = Instant::now();
+        if self.last.is_some_and(|t| now.duration_since(t) < WARN_EVERY) {
+            return;
+        }
+        tracing::warn!("{}", message(self.held_back));
+        self.last = Some(now);
+        self.held_back = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn refusal_content_length_matches_its_body() {
+        let text = std::str::from_utf8(super::TOO_MANY_CONNECTIONS).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("content-length: {}\r\n", body.len())));
+    }
+}
