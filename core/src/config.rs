@@ -268,6 +268,9 @@ impl Config {
                 }
                 _ => {}
             }
+            if let Some(name) = &s.internal {
+                crate::internal::check_settings(name, &s.settings).map_err(|why| (at("settings"), why))?;
+            }
             if s.count_process == 0 || s.count_process > 1024 {
                 return Err((at("count_process"), "must be 1 .. 1024".into()));
             }

@@ -8,7 +8,8 @@
 //! - `listener`: sockets, handshake, frame reading and batched writing;
 //! - `supervisor`, `os`: service processes, restarts, termination;
 //! - `internal`: services inside the core behind one trait;
-//! - `daemon`: wires the parts together and runs the event loop.
+//! - `daemon`: wires the parts together and runs the event loop;
+//! - `loadgen`: the load generator (`cumulo bench`, the request_rate service).
 #![deny(unsafe_code)]
 
 pub mod config;
@@ -16,6 +17,7 @@ pub mod daemon;
 pub mod instance;
 pub mod internal;
 pub mod listener;
+pub mod loadgen;
 pub mod metrics;
 mod os;
 pub mod pattern;

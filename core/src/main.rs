@@ -36,6 +36,9 @@ enum Command {
         #[arg(short, long)]
         config: PathBuf,
     },
+    /// Measure a service or an HTTP endpoint under load: a fixed rate, or the
+    /// highest stable one, with a latency report (docs/LOADGEN.md).
+    Bench(cumulo_core::loadgen::cli::BenchArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -49,6 +52,7 @@ Examples:
   cumulo run --config examples/cumulo.toml      start the core and the example services
   cumulo check --config my.toml                 validate a config without starting anything
   CUMULO_LOG=debug cumulo run -c my.toml        more detail (connections, subscriptions)
+  cumulo bench request --socket S --name N      the highest stable request rate of a service
 
 A minimal config:
   [core]
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logs(&cli.log_level, cli.log_format);
     match cli.command {
+        Command::Bench(args) => cumulo_core::loadgen::cli::main(args),
         Command::Check { config } => match cumulo_core::config::Config::load(&config) {
             Ok(cfg) => {
                 println!("{}: valid ({} services)", config.display(), cfg.services.len());

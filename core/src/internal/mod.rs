@@ -5,6 +5,7 @@
 
 mod api;
 mod echo;
+mod request_rate;
 
 pub use api::InternalApi;
 
@@ -12,7 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo"];
+pub const KNOWN: &[&str] = &["echo", "request_rate"];
 
 pub fn is_known(name: &str) -> bool {
     KNOWN.contains(&name)
@@ -25,10 +26,21 @@ pub trait InternalService {
     fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
 }
 
+/// Checks an internal service's settings without starting anything, so
+/// that `cumulo check` refuses bad ones.
+pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
+    match name {
+        "echo" => echo::Echo::from_settings(settings).map(drop),
+        "request_rate" => request_rate::RequestRate::from_settings(settings).map(drop),
+        _ => Ok(()),
+    }
+}
+
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
+        "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
 }
