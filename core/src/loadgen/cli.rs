@@ -13,7 +13,7 @@
 use super::answer::RequestSpec;
 use super::bench_report::{BenchReport, Header, Totals};
 use super::controller::DynamicSettings;
-use super::driver::{drive, Held, Observer, Plan, RateMode, TickRecord};
+use super::driver::{drive, Observer, Plan, RateMode, TickRecord};
 use super::progress::{human_us, sample_loop, Progress};
 use super::recorder::{Outcome, SharedRecorder};
 use super::{html, http_client, payload, schedule, service_client};
@@ -85,7 +85,7 @@ pub struct RateArgs {
     #[arg(long)]
     pub max_rate: Option<f64>,
     /// A tick fails when its p99 latency is above this (default: 10 x the
-    /// first passing tick's p99, at least 5ms).
+    /// lowest p99 of a passing tick, at least 20ms).
     #[arg(long, value_parser = payload::duration)]
     pub p99_limit: Option<Duration>,
     /// Request timeout.
@@ -231,9 +231,6 @@ impl Observer for Say {
             t.rate,
             human_us(t.p99_us)
         ));
-    }
-    fn held(&mut self, h: &Held) {
-        self.0.borrow_mut().say(&h.line);
     }
     fn note(&mut self, msg: &str) {
         self.0.borrow_mut().say(msg);

@@ -21,7 +21,7 @@ pub struct DynamicSettings {
     /// The search stops refining when the bracket is this narrow (relative).
     pub precision: f64,
     /// A tick fails when its p99 latency exceeds this; by default 10 times
-    /// the first passing tick's p99, and never below `latency_floor`.
+    /// the lowest p99 of a passing tick, and never below `latency_floor`.
     pub latency_limit: Option<Duration>,
     pub latency_floor: Duration,
     /// No rate above this is tried.
@@ -35,7 +35,7 @@ impl Default for DynamicSettings {
             stable_ticks: 24,
             precision: 0.05,
             latency_limit: None,
-            latency_floor: Duration::from_millis(5),
+            latency_floor: Duration::from_millis(20),
             max_rate: None,
         }
     }
@@ -87,7 +87,7 @@ pub struct Dynamic {
     hi: Option<f64>,
     /// Measured rates of the passing ticks in a row at this rate.
     held: Vec<f64>,
-    /// p99 of the first passing tick: the latency reference.
+    /// Lowest p99 of a passing tick: the latency reference.
     p99_reference: Option<u64>,
     stable: bool,
 }
@@ -125,10 +125,11 @@ impl Dynamic {
             let first = t.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default();
             return Some(format!("{} errors, {} timeouts{first}", t.errors, t.timeouts));
         }
-        // A backlog growing in the target shows as answers falling behind
-        // the schedule (the rest of the tick's answers are still queued).
-        if (t.ok as f64) < 0.9 * t.scheduled as f64 {
-            return Some(format!("only {} of {} requests answered within the tick", t.ok, t.scheduled));
+        // A backlog growing in the target (or a sender that cannot keep up)
+        // shows as answers falling behind the schedule.
+        let due = (t.rate * t.seconds).max(t.scheduled as f64);
+        if (t.ok as f64) < 0.95 * due {
+            return Some(format!("only {} of {:.0} requests answered within the tick", t.ok, due));
         }
         if let Some(limit) = self.latency_limit_us() {
             if t.p99_us > limit {
@@ -148,9 +149,9 @@ impl Dynamic {
     }
 
     fn passed(&mut self, t: &TickOutcome) -> Step {
-        if self.p99_reference.is_none() {
-            self.p99_reference = Some(t.p99_us.max(1));
-        }
+        // The lowest so far, not just the first: a first tick slowed by
+        // warm-up (or a busy machine) would otherwise allow anything.
+        self.p99_reference = Some(self.p99_reference.map_or(t.p99_us, |r| r.min(t.p99_us)).max(1));
         self.held.push(t.measured_rate());
         self.lo = Some(self.lo.map_or(self.rate, |lo| lo.max(self.rate)));
         if self.stable {

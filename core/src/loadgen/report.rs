@@ -60,7 +60,10 @@ impl Latencies {
         if p >= 100.0 {
             return self.moments.max().unwrap_or(0.0) as u64;
         }
-        self.histogram.value_at_quantile(p / 100.0)
+        // The histogram's value is its bucket's upper end: keep it within
+        // the exact extremes so the ladder never decreases at 100%.
+        let (lo, hi) = (self.moments.min().unwrap_or(0.0) as u64, self.moments.max().unwrap_or(0.0) as u64);
+        self.histogram.value_at_quantile(p / 100.0).clamp(lo, hi)
     }
 
     /// The percentile curve, for plots: (percentile, µs) pairs, denser in
@@ -248,6 +251,65 @@ mod tests {
      99.999%             2823738 us
     100% (maximum)       2823842 us
 ";
+
+    fn sample(xs: impl Iterator<Item = u64>) -> LatencyReport {
+        let mut l = Latencies::default();
+        for x in xs {
+            l.record(x);
+        }
+        l.report()
+    }
+
+    fn near(got: f64, want: f64, tol: f64) {
+        assert!((got - want).abs() <= tol, "got {got}, want {want} ± {tol}");
+    }
+
+    #[test]
+    fn a_constant() {
+        let r = sample(std::iter::repeat(500).take(10_000));
+        assert_eq!((r.count, r.mean, r.stddev), (10_000, Some(500.0), Some(0.0)));
+        assert_eq!((r.skewness, r.kurtosis), (None, None));
+        assert_eq!((r.skewness_words, r.kurtosis_words, r.distribution), ("undefined", "undefined", "undefined"));
+        assert!(r.percentiles.iter().all(|p| p.us == 500), "{:?}", r.percentiles);
+    }
+
+    #[test]
+    fn a_uniform_sample() {
+        // uniform on [10000, 20000) µs
+        let mut rng = fastrand::Rng::with_seed(7);
+        let r = sample((0..200_000).map(|_| rng.u64(10_000..20_000)));
+        near(r.mean.unwrap(), 15_000.0, 30.0);
+        near(r.stddev.unwrap(), 10_000.0 / 12f64.sqrt(), 15.0);
+        near(r.skewness.unwrap(), 0.0, 0.02);
+        near(r.kurtosis.unwrap(), -1.2, 0.02);
+        assert_eq!((r.skewness_words, r.kurtosis_words, r.distribution), ("approximately_symmetric", "platykurtic", "uniform"));
+        for p in &r.percentiles[1..r.percentiles.len() - 1] {
+            near(p.us as f64, 10_000.0 + 100.0 * p.percentile, 60.0);
+        }
+        assert!(r.at(0.0) < 10_005 && r.at(0.0) >= 10_000);
+        assert!(r.at(100.0) > 19_990 && r.at(100.0) < 20_000);
+    }
+
+    #[test]
+    fn a_normal_ish_sample() {
+        // Irwin-Hall: the sum of 12 uniforms is close to normal (excess
+        // kurtosis -0.1); mean 10000 µs, standard deviation 1000 µs.
+        let mut rng = fastrand::Rng::with_seed(11);
+        let r = sample((0..200_000).map(|_| {
+            let z: f64 = (0..12).map(|_| rng.f64()).sum::<f64>() - 6.0;
+            (10_000.0 + 1000.0 * z).round() as u64
+        }));
+        near(r.mean.unwrap(), 10_000.0, 10.0);
+        near(r.stddev.unwrap(), 1000.0, 10.0);
+        near(r.skewness.unwrap(), 0.0, 0.03);
+        near(r.kurtosis.unwrap(), -0.1, 0.05);
+        assert_eq!((r.skewness_words, r.kurtosis_words, r.distribution), ("approximately_symmetric", "platykurtic", "normal"));
+        // standard normal quantiles: 10% -1.2816, 90% 1.2816, 99% 2.3263
+        near(r.at(50.0) as f64, 10_000.0, 20.0);
+        near(r.at(10.0) as f64, 10_000.0 - 1281.6, 25.0);
+        near(r.at(90.0) as f64, 10_000.0 + 1281.6, 25.0);
+        near(r.at(99.0) as f64, 10_000.0 + 2326.3, 60.0);
+    }
 
     #[test]
     fn prints_in_the_seeds_layout() {

@@ -87,12 +87,12 @@ impl Pacer {
     /// measured from when they were due).
     pub async fn next(&mut self) -> Due {
         loop {
-            if self.rx.has_changed().unwrap_or(true) {
-                let s = *self.rx.borrow_and_update();
-                if s.generation != self.current.generation {
-                    self.current = s;
-                    self.k = 0;
-                }
+            // (changed() below marks a new value as seen: compare
+            // generations, not has_changed())
+            let s = *self.rx.borrow_and_update();
+            if s.generation != self.current.generation {
+                self.current = s;
+                self.k = 0;
             }
             match self.current.pace {
                 Pace::Stopped => return Due::Stop,

@@ -65,11 +65,11 @@ pub async fn connect(socket: &str, prefix: &str) -> anyhow::Result<Connection> {
 }
 
 impl Connection {
-    /// Reads one whole frame (length prefix included).
+    /// Reads one whole frame: its type byte and body.
     async fn read_frame(&mut self) -> anyhow::Result<Vec<u8>> {
         loop {
             if let Some(n) = next_frame_len(&self.rbuf, self.max_frame)? {
-                let f = self.rbuf[..n].to_vec();
+                let f = self.rbuf[cumulo_proto::LEN_PREFIX..n].to_vec();
                 self.rbuf.drain(..n);
                 return Ok(f);
             }
@@ -277,7 +277,7 @@ async fn read_loop(
                 Ok(None) => break,
                 Err(e) => break 'read format!("bad frame from the core: {e}"),
             };
-            let frame = &buf[start..start + n];
+            let frame = &buf[start + cumulo_proto::LEN_PREFIX..start + n];
             start += n;
             match decode(frame) {
                 Ok(Frame::Response(resp)) => {
