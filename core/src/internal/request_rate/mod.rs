@@ -113,13 +113,14 @@ impl Observer for Log<'_> {
 
     fn held(&mut self, h: &Held) {
         self.was_stable = self.settings.rate.is_none();
-        tracing::info!(service = %self.name, "{}\n{}", h.line, h.latency.to_text().trim_end());
+        // The file first: whoever reads the log line finds the file current.
         if let Some(path) = &self.settings.report_file {
             let json = serde_json::json!({ "service_name": self.name, "report": h });
             if let Err(e) = std::fs::write(path, format!("{json:#}\n")) {
                 tracing::warn!(service = %self.name, "request_rate: cannot write {}: {e}", path.display());
             }
         }
+        tracing::info!(service = %self.name, "{}\n{}", h.line, h.latency.to_text().trim_end());
     }
 
     fn note(&mut self, msg: &str) {
