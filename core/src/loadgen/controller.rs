@@ -90,12 +90,14 @@ pub struct Dynamic {
     /// Lowest p99 of a passing tick: the latency reference.
     p99_reference: Option<u64>,
     stable: bool,
+    /// The current rate already had its second chance.
+    retried: bool,
 }
 
 impl Dynamic {
     pub fn new(s: DynamicSettings) -> Dynamic {
         let rate = clamp(s.start_rate.max(MIN_RATE), s.max_rate);
-        Dynamic { s, rate, lo: None, hi: None, held: Vec::new(), p99_reference: None, stable: false }
+        Dynamic { s, rate, lo: None, hi: None, held: Vec::new(), p99_reference: None, stable: false, retried: false }
     }
 
     pub fn rate(&self) -> f64 {
@@ -141,8 +143,18 @@ impl Dynamic {
 
     pub fn on_tick(&mut self, t: &TickOutcome) -> (Step, Option<String>) {
         let why = self.judge(t);
+        let hard = t.errors > 0 || t.timeouts > 0;
         let step = match why {
             None => self.passed(t),
+            // Latency and backlog are at the mercy of whatever else the
+            // machine runs: one such failure gets the same rate again
+            // (after a drain) before it counts. Errors and timeouts count
+            // at once.
+            Some(_) if !hard && !self.retried => {
+                self.retried = true;
+                self.held.clear();
+                Step::Change { rate: self.rate, drain: true }
+            }
             Some(_) => self.failed(),
         };
         (step, why)
@@ -196,6 +208,7 @@ impl Dynamic {
 
     fn change(&mut self, rate: f64, drain: bool) -> Step {
         self.held.clear();
+        self.retried = false;
         self.rate = rate;
         Step::Change { rate, drain }
     }
@@ -257,6 +270,20 @@ mod tests {
             assert!(n < 100);
         }
         assert!(d.rate() <= 700.0 && d.rate() > 600.0, "{}", d.rate());
+    }
+
+    #[test]
+    fn one_slow_tick_gets_a_second_chance_an_error_does_not() {
+        let mut d = Dynamic::new(DynamicSettings { start_rate: 1000.0, ..Default::default() });
+        d.on_tick(&tick(1000.0, 1e9));
+        let mut slow = tick(2000.0, 1e9);
+        slow.p99_us = 1_000_000;
+        assert_eq!(d.on_tick(&slow).0, Step::Change { rate: 2000.0, drain: true });
+        assert!(matches!(d.on_tick(&slow).0, Step::Change { rate, drain: true } if rate < 2000.0));
+        let mut d = Dynamic::new(DynamicSettings { start_rate: 1000.0, ..Default::default() });
+        let mut failing = tick(1000.0, 1e9);
+        failing.errors = 1;
+        assert_eq!(d.on_tick(&failing).0, Step::Change { rate: 500.0, drain: true });
     }
 
     #[test]
