@@ -349,8 +349,8 @@ fn http(a: HttpArgs) -> anyhow::Result<bool> {
     if a.connections == 0 {
         bail!("--connections must be at least 1");
     }
-    let limit = http_client::raise_fd_limit();
     let needed = a.connections as u64 + 64;
+    let limit = http_client::raise_fd_limit(needed);
     if needed > limit {
         bail!("{} connections need about {needed} open files; the limit is {limit} (raise it with ulimit -n, or use fewer connections)", a.connections);
     }

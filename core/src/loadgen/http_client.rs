@@ -163,8 +163,18 @@ async fn get(s: &mut Sender, t: &HttpTarget) -> anyhow::Result<(hyper::StatusCod
     Ok((status, body))
 }
 
-/// Raises the open-files limit to its hard limit (a test with N connections
-/// needs N descriptors); returns the limit in force.
-pub fn raise_fd_limit() -> u64 {
-    rlimit::increase_nofile_limit(u64::MAX).unwrap_or(1024)
+/// Raises the open-files limit to at least `needed` if allowed (a test with
+/// N connections needs N descriptors): the soft limit up to the hard one,
+/// and the hard one too where the process may (root); returns the limit in
+/// force.
+pub fn raise_fd_limit(needed: u64) -> u64 {
+    use rlimit::Resource;
+    let (soft, hard) = Resource::NOFILE.get().unwrap_or((1024, 1024));
+    if soft >= needed {
+        return soft;
+    }
+    if hard < needed {
+        let _ = Resource::NOFILE.set(needed, needed);
+    }
+    rlimit::increase_nofile_limit(u64::MAX).unwrap_or(soft)
 }
