@@ -83,7 +83,8 @@ async fn wait_for_service(api: &InternalApi, s: &Settings) {
     }
 }
 
-/// Logs what the tick loop finds: the reports at info, the search at debug.
+/// Logs what the tick loop finds: the reports and fixed-rate ticks at info,
+/// the search's steps at debug.
 struct Log<'a> {
     name: &'a str,
     settings: &'a Settings,
@@ -98,16 +99,24 @@ impl Observer for Log<'_> {
                 self.was_stable = false;
                 tracing::warn!(service = %self.name, "request_rate: the stable rate no longer holds ({why}); searching again");
             }
-            _ => tracing::debug!(
-                service = %self.name,
-                "request_rate: tick {}: {:.1} requests/second{target}, p99 {}, {} errors, {} timeouts{}",
-                t.index,
-                t.rate,
-                human_us(t.p99_us),
-                t.errors,
-                t.timeouts,
-                t.failed.as_deref().map(|w| format!(": failed: {w}")).unwrap_or_default()
-            ),
+            _ => {
+                let line = format!(
+                    "request_rate: tick {}: {:.1} requests/second{target}, p50 {}, p99 {}, {} errors, {} timeouts{}",
+                    t.index,
+                    t.rate,
+                    human_us(t.p50_us),
+                    human_us(t.p99_us),
+                    t.errors,
+                    t.timeouts,
+                    t.failed.as_deref().map(|w| format!(": failed: {w}")).unwrap_or_default()
+                );
+                // A fixed rate reports every tick; a search's steps are detail.
+                if self.settings.rate.is_some() {
+                    tracing::info!(service = %self.name, "{line}");
+                } else {
+                    tracing::debug!(service = %self.name, "{line}");
+                }
+            }
         }
     }
 
