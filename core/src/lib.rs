@@ -10,6 +10,7 @@
 //! - `internal`: services inside the core behind one trait;
 //! - `admin`: the HTTP/JSON admin API and `/metrics`;
 //! - `cli`: the client commands that talk to the admin API;
+//! - `loadgen`: the load generator (`cumulo bench`, the request_rate service);
 //! - `daemon`: wires the parts together and runs the event loop.
 #![deny(unsafe_code)]
 
@@ -20,6 +21,7 @@ pub mod daemon;
 pub mod instance;
 pub mod internal;
 pub mod listener;
+pub mod loadgen;
 pub mod metrics;
 mod os;
 pub mod pattern;

@@ -56,6 +56,9 @@ enum Command {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// Measure a service or an HTTP endpoint under load: a fixed rate, or the
+    /// highest stable one, with a latency report (docs/LOADGEN.md).
+    Bench(cumulo_core::loadgen::cli::BenchArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -76,6 +79,7 @@ Examples:
   cumulo log-level debug                        more detail, without a restart
   (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
    with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE)
+  cumulo bench request --socket S --name N      the highest stable request rate of a service
 
 A minimal config:
   [core]
@@ -136,6 +140,7 @@ fn main() -> ExitCode {
     }
     let log = init_logs(&cli.log_level, cli.log_format);
     match cli.command {
+        Command::Bench(args) => cumulo_core::loadgen::cli::main(args),
         Command::Check { config } => match cumulo_core::config::Config::load(&config) {
             Ok(cfg) => {
                 println!("{}: valid ({} services)", config.display(), cfg.services.len());

@@ -6,6 +6,7 @@
 mod api;
 mod echo;
 mod http;
+mod request_rate;
 
 pub use api::InternalApi;
 
@@ -13,7 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "http"];
+pub const KNOWN: &[&str] = &["echo", "http", "request_rate"];
 
 pub fn is_known(name: &str) -> bool {
     KNOWN.contains(&name)
@@ -31,6 +32,7 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
+        "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
 }
@@ -41,6 +43,7 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
     match name {
         "echo" => echo::Echo::from_settings(settings).map(drop),
         "http" => http::check_settings(settings),
+        "request_rate" => request_rate::RequestRate::from_settings(settings).map(drop),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
 }

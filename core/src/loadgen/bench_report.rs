@@ -1,0 +1,139 @@
+//! What a `cumulo bench` run found, as one value: printed as the final
+//! summary, written as JSON (`--json`) and as an HTML page (`--html`).
+
+use super::driver::{Held, RunEnd, TickRecord};
+use super::progress::Sample;
+use super::report::Latencies;
+use serde::Serialize;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub ok: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub tool: String,
+    /// "request" (service requests through a core) or "http".
+    pub kind: String,
+    /// The service name or the URL.
+    pub target: String,
+    /// "dynamic", "fixed" or "max".
+    pub rate_mode: String,
+    pub connections: usize,
+    pub command: String,
+    pub date: String,
+    pub machine: String,
+    /// Dynamic: a stable rate was found. Fixed and max: the run had no
+    /// errors or timeouts.
+    pub success: bool,
+    /// The rate that held and its latency report (see `Held`).
+    pub result: Option<Held>,
+    pub totals: Totals,
+    pub ticks: Vec<TickRecord>,
+    pub samples: Vec<Sample>,
+    /// Percentile curve of the result's latencies: [percentile, µs].
+    pub latency_curve: Vec<(f64, u64)>,
+    /// Latency histogram of the result: [from µs, to µs, count].
+    pub latency_histogram: Vec<(u64, u64, u64)>,
+}
+
+pub struct Header {
+    pub kind: &'static str,
+    pub target: String,
+    pub rate_mode: &'static str,
+    pub connections: usize,
+}
+
+impl BenchReport {
+    pub fn new(h: Header, end: RunEnd, samples: Vec<Sample>, totals: Totals) -> BenchReport {
+        let held_latencies = end.latencies.as_ref();
+        let success = match h.rate_mode {
+            "dynamic" => end.held.is_some(),
+            _ => totals.errors == 0 && totals.timeouts == 0 && end.held.is_some(),
+        };
+        BenchReport {
+            tool: format!("cumulo bench {}", env!("CARGO_PKG_VERSION")),
+            kind: h.kind.to_string(),
+            target: h.target,
+            rate_mode: h.rate_mode.to_string(),
+            connections: h.connections,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            date: utc_now(),
+            machine: machine(),
+            success,
+            totals,
+            ticks: end.ticks,
+            samples,
+            latency_curve: held_latencies.map(Latencies::curve).unwrap_or_default(),
+            latency_histogram: held_latencies.map(|l| l.buckets(40)).unwrap_or_default(),
+            result: end.held,
+        }
+    }
+
+    /// The final summary: the "stable at" (or "held") line and the latency
+    /// report in the seed's layout, then the totals.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        match &self.result {
+            Some(h) => {
+                let _ = writeln!(o, "{}", h.line);
+                o.push_str(&h.latency.to_text());
+            }
+            None => {
+                let _ = writeln!(o, "no stable rate found in {:.0} s", self.totals.seconds);
+                if let Some(best) = self.ticks.iter().filter(|t| t.failed.is_none()).map(|t| t.rate).reduce(f64::max) {
+                    let _ = writeln!(o, "  highest rate in a passing tick: {best:.1} requests/second");
+                }
+            }
+        }
+        let _ = writeln!(
+            o,
+            "\n{} ok, {} errors, {} timeouts in {:.1} s ({}, {} connections, {})",
+            self.totals.ok, self.totals.errors, self.totals.timeouts, self.totals.seconds, self.target, self.connections, self.rate_mode
+        );
+        o
+    }
+}
+
+/// "2025-01-31 14:05 UTC", from the system clock (no date crate needed).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+/// "2 CPUs, Intel(R) Xeon(R) ..., Linux 6.1.0".
+pub fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
+    format!("{cpus} CPUs, {model}, Linux {kernel}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn date_is_well_formed() {
+        let d = super::utc_now();
+        assert_eq!(d.len(), "2025-01-31 14:05 UTC".len(), "{d}");
+        assert!(d.starts_with("20"));
+    }
+}
