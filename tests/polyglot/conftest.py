@@ -164,6 +164,8 @@ def example_services() -> list[dict]:
     services = []
     for svc in cfg.get("service", []):
         svc = dict(svc)
+        if svc.get("internal") == "http":
+            continue  # the gateway has its own suite; its fixed port could be taken here
         if "path" in svc:
             svc["path"] = _absolute(svc["path"])
             svc["args"] = [_absolute(a) for a in svc.get("args", [])]
@@ -184,7 +186,7 @@ def faulty_services(b: Built) -> list[dict]:
 
 def write_config(path: Path, socket: Path, services: list[dict]) -> None:
     # Clients send with the default timeouts: generous ones, for a loaded machine.
-    lines = ["[core]", f"socket = {_toml(str(socket))}", "", "[core.unmanaged]",
+    lines = ["[admin]", "port = 0", "", "[core]", f"socket = {_toml(str(socket))}", "", "[core.unmanaged]",
              f"timeout_sync = {CLIENT_DEFAULT_TIMEOUT_MS}", f"timeout_async = {CLIENT_DEFAULT_TIMEOUT_MS}", ""]
     for svc in services:
         lines.append("[[service]]")
