@@ -71,6 +71,16 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
 
     let supervisor = Supervisor::new(core.clone(), cfg.base_dir.clone(), socket.display().to_string());
     tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
+    // Internal services of the config file are tried once before anything
+    // starts, so that one that cannot start (its port taken, its log file
+    // unwritable) stops the core with a clear error instead of failing
+    // quietly in the background.
+    for (i, svc) in cfg.services.iter().enumerate() {
+        if let Some(name) = &svc.internal {
+            crate::internal::create(name, &svc.settings)
+                .map_err(|why| anyhow::anyhow!("service[{i}] ({}): {why}", svc.prefix))?;
+        }
+    }
     supervisor.start_all(&cfg.services);
     let admin_task = admin.map(|listener| {
         let ctx = AdminContext {
