@@ -2,9 +2,8 @@
 //! is answered by the real core (not 404/405), and every route the server
 //! has is in the document.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use cumulo_core::admin::routes::ROUTES;
 use serde_json::Value;
 use std::collections::BTreeSet;

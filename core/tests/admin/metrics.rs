@@ -1,9 +1,8 @@
 //! `GET /metrics` follows what really happens: requests answered, timed
 //! out, refused; instances up; process CPU and memory.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use cumulo::{SendOptions, Status};
 use std::collections::HashSet;
 

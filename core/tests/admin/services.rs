@@ -1,9 +1,8 @@
 //! Services added, scaled, restarted and removed through the admin API of a
 //! running core, with real http_req processes and a real sender.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use cumulo::{SendOptions, Status};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};

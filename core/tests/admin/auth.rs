@@ -1,9 +1,8 @@
 //! The admin token: with one configured every call needs it; a non-loopback
 //! admin address without one is refused before anything starts.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,8 @@
 //! remove, status, log-level; address and token from flags, environment or
 //! the core's config file; a clear error when no core is there.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use std::process::{Command, Output};
 
 fn cli(args: &[&str], env: &[(&str, &str)]) -> Output {

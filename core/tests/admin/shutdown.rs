@@ -2,9 +2,8 @@
 //! SHUTTING_DOWN, lets requests in flight get their answer, stops every
 //! process and exits 0. No request is left without an answer.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use cumulo::{Answer, SendOptions, Status};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;

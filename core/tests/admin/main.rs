@@ -1,0 +1,10 @@
+//! End-to-end tests of the admin API, the CLI and the metrics, against the
+//! real cumulo binary. One test binary, so the suite links once.
+
+mod common;
+mod auth;
+mod cli;
+mod metrics;
+mod openapi;
+mod services;
+mod shutdown;

@@ -1,0 +1,25 @@
+//! The core's end-to-end suite: the real cumulo binary, real service
+//! processes and real sockets, one module per feature. One test binary, so
+//! the suite links once.
+
+mod cli;
+mod counts;
+mod crash;
+mod forward;
+mod handshake;
+mod keepalive;
+mod malformed;
+mod mcast;
+mod no_service;
+mod priority;
+mod queue_limit;
+mod restart;
+mod send_async;
+mod send_sync;
+mod service_error;
+mod shutdown;
+mod subscriptions;
+mod timeout;
+mod wait_for_service;
+mod wildcard;
+mod window;
