@@ -30,6 +30,9 @@ function answer(req) {
   return { info: RESPONSE_INFO, response };
 }
 
+// HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
+// more, one Node process works on several while others wait on I/O.
+const window = Number(process.env.HTTP_REQ_WINDOW ?? 1);
 await run(async (api) => {
   await api.subscribe('javascript.xml/get', answer);
-});
+}, { window });
