@@ -234,17 +234,17 @@ impl Core {
             request_info: s.request_info,
             request: s.request,
         };
-        self.route(&route, None, timeout);
+        self.route(&route, false, timeout);
         Ok(())
     }
 
-    /// Routes a new request (`existing` = None) or one already in flight
+    /// Routes a new request (`rerouted` false) or one already in flight
     /// (forwarded or re-routed; its timer is already armed).
-    fn route(&mut self, r: &Route<'_>, existing: Option<()>, timeout_ms: u32) {
+    fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
         let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
-                if existing.is_none() {
+                if !rerouted {
                     let timer = self.arm_timer(r.trans_id, r.deadline);
                     let accepted = accepted_at(r.deadline, timeout_ms);
                     self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
@@ -254,32 +254,29 @@ impl Core {
                 self.parked.push(r.to_owned(None));
                 return;
             }
-            return self.fail(r, existing, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
+            return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
         };
         let dest = select(entry, how, &self.instances);
         let pattern = entry.pattern.clone();
         let Some(inst) = self.instances.get(&dest) else {
-            return self.fail(r, existing, Status::NoService, format!("no instance left for '{}'", r.name));
+            return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
         };
         let deliver_now = inst.has_room() && inst.queue.is_empty();
         if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
             let msg = format!("queue of {} is full ({} requests, queue_limit)", inst.label, inst.queue.len());
             self.stats.queue_full += 1;
             inst.metrics.failed(Status::QueueFull);
-            return self.fail(r, existing, Status::QueueFull, msg);
+            return self.fail(r, rerouted, Status::QueueFull, msg);
         }
         bump(&inst.metrics.received);
-        match existing {
-            None => {
-                let timer = self.arm_timer(r.trans_id, r.deadline);
-                let accepted = accepted_at(r.deadline, timeout_ms);
-                self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
+        if rerouted {
+            if let Some(f) = self.inflight.get_mut(&r.trans_id) {
+                f.dest = dest;
             }
-            Some(()) => {
-                if let Some(f) = self.inflight.get_mut(&r.trans_id) {
-                    f.dest = dest;
-                }
-            }
+        } else {
+            let timer = self.arm_timer(r.trans_id, r.deadline);
+            let accepted = accepted_at(r.deadline, timeout_ms);
+            self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
         }
         let node = self.limits.node_id;
         let inst = self.instances.get_mut(&dest).unwrap();
@@ -291,8 +288,8 @@ impl Core {
     }
 
     /// Ends a request that could not be routed with an explicit error.
-    fn fail(&mut self, r: &Route<'_>, existing: Option<()>, status: Status, msg: String) {
-        if existing.is_some() {
+    fn fail(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String) {
+        if rerouted {
             if let Some(f) = self.inflight.remove(&r.trans_id) {
                 self.timers.remove(&f.timer);
             }
@@ -307,7 +304,7 @@ impl Core {
     /// subscriber: route it again.
     pub fn reroute(&mut self, q: OwnedRequest) {
         let timeout = self.inflight.get(&q.trans_id).map_or(0, |f| f.timeout_ms);
-        self.route(&q.route(), Some(()), timeout);
+        self.route(&q.route(), true, timeout);
     }
 
     /// Delivers queued requests while the instance has room.
@@ -382,7 +379,7 @@ impl Core {
         };
         let timeout = f.timeout_ms;
         self.stats.forwards += 1;
-        self.route(&route, Some(()), timeout);
+        self.route(&route, true, timeout);
         self.pump(id);
         Ok(())
     }

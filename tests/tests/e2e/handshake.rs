@@ -60,3 +60,18 @@ fn welcome_tells_the_instance_its_settings() {
     assert_eq!(w.prefix, "/mine/");
     assert_ne!(w.instance_id, 0, "instance_id 0 is the core's");
 }
+
+#[test]
+fn connections_over_max_connections_are_refused_and_the_rest_served() {
+    let core = Core::start(Config::new().core("max_connections", 2));
+    let mut first = core.client();
+    let _second = core.client();
+    let mut third = Raw::connect(&core.socket);
+    third.write(&cumulo_e2e::raw::hello(1, 1, "", "/client/"));
+    let (status, msg) = third.expect_error(Duration::from_secs(5));
+    assert_eq!(status, 9, "INVALID_ARGUMENT: {msg}");
+    assert!(msg.contains("connection limit"), "{msg}");
+    third.expect_closed(Duration::from_secs(5));
+    // The admitted clients keep working: the refusal cost them nothing.
+    assert_eq!(first.subscribe_count("x").unwrap(), 0);
+}
