@@ -13,6 +13,8 @@ pub struct Totals {
     pub errors: u64,
     pub timeouts: u64,
     pub seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,6 +98,9 @@ impl BenchReport {
             "\n{} ok, {} errors, {} timeouts in {:.1} s ({}, {} connections, {})",
             self.totals.ok, self.totals.errors, self.totals.timeouts, self.totals.seconds, self.target, self.connections, self.rate_mode
         );
+        if let Some(e) = &self.totals.first_error {
+            let _ = writeln!(o, "first error: {e}");
+        }
         o
     }
 }

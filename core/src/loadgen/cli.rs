@@ -271,7 +271,7 @@ fn finish(report: BenchReport, rate: &RateArgs) -> anyhow::Result<bool> {
 
 fn totals(rec: &SharedRecorder, seconds: f64) -> Totals {
     let g = rec.lock();
-    Totals { ok: g.total_ok, errors: g.total_errors, timeouts: g.total_timeouts, seconds }
+    Totals { ok: g.total_ok, errors: g.total_errors, timeouts: g.total_timeouts, seconds, first_error: g.first_error.clone() }
 }
 
 fn request(a: RequestArgs) -> anyhow::Result<bool> {

@@ -71,6 +71,8 @@ pub struct Recorder {
     pub total_ok: u64,
     pub total_errors: u64,
     pub total_timeouts: u64,
+    /// The run's first error, for the summary (a fixed-rate run judges no tick).
+    pub first_error: Option<String>,
 }
 
 impl Recorder {
@@ -101,7 +103,12 @@ impl Recorder {
         match outcome {
             Outcome::Ok => self.total_ok += 1,
             Outcome::Timeout => self.total_timeouts += 1,
-            Outcome::Error(_) => self.total_errors += 1,
+            Outcome::Error(why) => {
+                self.total_errors += 1;
+                if self.first_error.is_none() {
+                    self.first_error = Some(why.clone());
+                }
+            }
         }
     }
 
@@ -151,5 +158,6 @@ mod tests {
         assert_eq!(g.tick.scheduled, 0);
         assert_eq!(g.sample.ok, 1);
         assert_eq!((g.total_ok, g.total_errors, g.total_timeouts), (1, 1, 1));
+        assert_eq!(g.first_error.as_deref(), Some("bad"));
     }
 }
