@@ -48,13 +48,19 @@ def divide(a: Real, b: Real) -> Real:
     return a / b
 
 
+def worker(api: cumulo.API) -> Tuple[str, str]:
+    """A response header naming the instance that answered (process.thread):
+    the 4 instances share every name, and the core takes them in turn."""
+    return ("x-calculator-worker", "%d.%d" % (api.process_index, api.thread_index))
+
+
 def answer(operation: Callable[[Real, Real], Real]) -> Callable[[cumulo.API, cumulo.Request], Answer]:
     def handler(api: cumulo.API, request: cumulo.Request) -> Answer:
         try:
             result = operation(*operands(request.request))
         except BadRequest as why:
-            return [("status", "400"), JSON], json.dumps({"error": str(why)}).encode()
-        return [JSON], json.dumps({"result": result}).encode()
+            return [("status", "400"), JSON, worker(api)], json.dumps({"error": str(why)}).encode()
+        return [JSON, worker(api)], json.dumps({"result": result}).encode()
 
     return handler
 

@@ -57,3 +57,12 @@ def test_bad_bodies_are_400(calculator):
 
 def test_get_is_not_an_operation(calculator):
     assert request(calculator, "GET", "/calculator/add").status == 404
+
+
+def test_four_workers_share_each_name_in_turn(calculator):
+    # 2 processes x 2 threads subscribe every operation; sequential requests
+    # go to each instance in turn (round robin).
+    workers = [request(calculator, "POST", "/calculator/add", body=b'{"args": [1, 2]}').header("x-calculator-worker")
+               for _ in range(8)]
+    assert sorted(set(workers)) == ["0.0", "0.1", "1.0", "1.1"], workers
+    assert workers[:4] == workers[4:], workers
