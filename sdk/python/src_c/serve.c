@@ -416,11 +416,19 @@ static int handle(PyObject *api, PyObject *request, PyObject *out, Py_ssize_t ma
         /* As `except Exception` in api.py: anything else (KeyboardInterrupt...) goes up. */
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             return -1;
-        int closed = attr_true(api, s_closed);
-        if (closed != 0)
-            return -1; /* the handler's error is what the caller sees (or the attribute's) */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
+        int closed = attr_true(api, s_closed);
+        if (closed != 0) { /* closed by the handler: its exception goes up (or the attribute's error) */
+            if (closed > 0)
+                PyErr_Restore(type, value, tb);
+            else {
+                Py_XDECREF(type);
+                Py_XDECREF(value);
+                Py_XDECREF(tb);
+            }
+            return -1;
+        }
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb != NULL)
             PyException_SetTraceback(value, tb);

@@ -242,3 +242,22 @@ def test_results_other_than_two_bytes_take_the_general_path() -> None:
     assert returns[1] == m.Return(tid(1), 0, b"k\0v\0", b"listed")
     assert returns[2].status == Status.SERVICE_ERROR and b"tuple" in returns[2].response
     assert returns[3].status == Status.SERVICE_ERROR and b"str" in returns[3].response
+
+
+def test_error_of_a_handler_that_closed_the_api_goes_up() -> None:
+    def script(core: FakeCore) -> None:
+        conn = subscribed(core)
+        conn.send(request(tid(1), GET))
+        conn.expect(m.Goodbye)
+
+    def handler(api: API, req: m.Request) -> bytes:
+        api.close()
+        raise ValueError("closed and failed")
+
+    core = FakeCore(script)
+    api = connect(core)
+    api.subscribe("a/get", handler)
+    with pytest.raises(ValueError, match="closed and failed"):
+        api.poll()
+    assert api.closed
+    core.join()

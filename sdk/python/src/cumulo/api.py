@@ -9,7 +9,7 @@ import struct
 import time
 from collections import deque
 from typing import (
-    Any, Callable, Deque, Dict, List, Optional, Tuple, Type, Union,
+    Any, Callable, Deque, Dict, List, NoReturn, Optional, Tuple, Type, Union,
 )
 
 from . import codec
@@ -281,7 +281,7 @@ class API:
             handler(frame)
         return True
 
-    def _unexpected(self, frame: m.Message) -> None:
+    def _unexpected(self, frame: m.Message) -> NoReturn:
         raise self._fail(Status.PROTOCOL, "unexpected %s from the core" % m.NAMES[m.TYPE_OF[type(frame)]])
 
     def _make_room(self) -> None:
