@@ -1,4 +1,4 @@
-"""Declares the optional C codec; everything else is in pyproject.toml."""
+"""Declares the optional C extension (codec, serve loop, key/value parser); the rest is in pyproject.toml."""
 
 import os
 
@@ -11,7 +11,8 @@ setup(
     ext_modules=[
         Extension(
             "cumulo._ccodec",
-            sources=["src_c/_ccodec.c"],
+            sources=["src_c/_ccodec.c", "src_c/serve.c", "src_c/kv.c"],
+            depends=["src_c/codec.h"],
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
             if os.name == "posix" else [],
             # Without a compiler pip installs the pure-Python codec instead.

@@ -50,5 +50,11 @@ def setup(api: cumulo.API) -> None:
     api.subscribe(PATTERN, http_req)
 
 
+def window() -> int:
+    """HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
+    more, one read brings several and their answers go out in one write."""
+    return int(os.environ.get("HTTP_REQ_WINDOW", "") or "1")
+
+
 if __name__ == "__main__":
-    cumulo.run(setup)
+    cumulo.run(setup, window=window())

@@ -13,7 +13,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-from http_req import cumulo, http_req  # noqa: E402  (the Python example's handler)
+from http_req import cumulo, http_req, window  # noqa: E402  (the Python example's handler)
 
 PATTERN = "python_c.xml/get"
 
@@ -30,4 +30,4 @@ if __name__ == "__main__":
             "install the SDK with a C compiler present: pip install sdk/python"
             % (" (CUMULO_PURE_PYTHON is set)" if forced else "")
         )
-    cumulo.run(setup)
+    cumulo.run(setup, window=window())

@@ -8,36 +8,11 @@
  * only the fields it hands out; encoding sizes the frame first and writes it
  * into one bytes object.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "codec.h"
 
-#define TID_SIZE 16
-#define MAX_FIELDS 32
-#define NO_LIMIT 0xFFFFFFFFull
-
-/* Status codes of PROTOCOL.md 2.3 used by decode errors. */
-#define STATUS_MALFORMED 5
-#define STATUS_TOO_LARGE 8
-
-/* Frame type codes this module needs by name. */
-#define TYPE_SEND_ASYNC 0x10
-#define TYPE_SEND_SYNC 0x11
-#define TYPE_MCAST_ASYNC 0x12
-#define TYPE_RETURN 0x20
-#define TYPE_FORWARD 0x21
-#define TYPE_PONG 0x31
-
-typedef struct {
-    PyTypeObject *cls; /* NULL: unknown type code */
-    char layout[MAX_FIELDS + 1];
-    Py_ssize_t n_fields;
-} FrameSpec;
-
-static FrameSpec specs[256];
+FrameSpec specs[256];
 static PyObject *code_of_class; /* dict: frame class -> type code */
-static PyObject *DecodeError;   /* cumulo.errors.DecodeError */
+PyObject *DecodeError;          /* cumulo.errors.DecodeError */
 
 /* ---- little-endian access ---------------------------------------------- */
 
@@ -74,7 +49,7 @@ static inline unsigned char *wr64(unsigned char *p, uint64_t v)
 
 /* ---- errors ------------------------------------------------------------- */
 
-static PyObject *decode_error(int status, const char *format, ...)
+PyObject *decode_error(int status, const char *format, ...)
 {
     va_list args;
     va_start(args, format);
@@ -224,7 +199,7 @@ static int as_limit(PyObject *obj, uint64_t *limit)
 }
 
 /* Decode the complete frames of buf[start:end]; partial one left in place. */
-static PyObject *decode_range(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end, uint64_t limit)
+PyObject *decode_range(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end, uint64_t limit)
 {
     PyObject *frames = PyList_New(0);
     if (frames == NULL)
@@ -385,7 +360,7 @@ static int get_tid(PyObject *obj, Py_buffer *view)
 }
 
 /* Encode a frame of type `code` from its field values, in layout order. */
-static PyObject *encode_fields(int code, PyObject *const *values, Py_ssize_t n_values)
+PyObject *encode_fields(int code, PyObject *const *values, Py_ssize_t n_values)
 {
     const FrameSpec *spec = &specs[code];
     if (spec->cls == NULL) {
@@ -595,6 +570,9 @@ static PyMethodDef methods[] = {
     {"encode_send", (PyCFunction)(void (*)(void))encode_send, METH_FASTCALL,
      "encode_send(frame_type, trans_id, timeout, priority, flags, name, request_info, request) -> bytes"},
     {"encode_pong", (PyCFunction)(void (*)(void))encode_pong, METH_FASTCALL, "encode_pong(nonce) -> bytes"},
+    {"serve", (PyCFunction)(void (*)(void))serve, METH_FASTCALL,
+     "serve(api, timeout) -> bool: API.poll's loop in C (see serve.c)"},
+    {"info_parse", info_parse, METH_O, "info_parse(data) -> [(key, value), ...] (cumulo.info.info_parse)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -654,7 +632,7 @@ PyMODINIT_FUNC PyInit__ccodec(void)
         return NULL;
     DecodeError = PyObject_GetAttrString(errors, "DecodeError");
     Py_DECREF(errors);
-    if (DecodeError == NULL || load_layouts() < 0)
+    if (DecodeError == NULL || load_layouts() < 0 || serve_init() < 0)
         return NULL;
     return PyModule_Create(&module_def);
 }

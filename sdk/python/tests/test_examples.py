@@ -81,7 +81,8 @@ def test_http_req_example(example: str) -> None:
             conn.expect(m.Goodbye)
 
     core = FakeCore(script)
-    process = start(example, core.address)
+    # As bench/http_req_matrix runs them: python in pure Python, python_c on the C extension.
+    process = start(example, core.address, {"CUMULO_PURE_PYTHON": "1" if example == "python" else ""})
     try:
         core.join(timeout=20)
         assert process.wait(timeout=10) == 0, process.stderr.read() if process.stderr else ""

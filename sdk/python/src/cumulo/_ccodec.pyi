@@ -1,6 +1,6 @@
-"""Types of the C codec; it has the same functions as cumulo._pycodec."""
+"""Types of the C extension: the functions of cumulo._pycodec, plus serve and info_parse."""
 
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from .messages import Message
 
@@ -13,3 +13,5 @@ def encode_return(trans_id: bytes, status: int, response_info: _Buffer, response
 def encode_send(frame_type: int, trans_id: bytes, timeout: int, priority: int, flags: int,
                 name: str, request_info: _Buffer, request: _Buffer) -> bytes: ...
 def encode_pong(nonce: int) -> bytes: ...
+def serve(api: Any, timeout: Optional[float]) -> bool: ...
+def info_parse(data: _Buffer) -> List[Tuple[bytes, bytes]]: ...

@@ -310,3 +310,8 @@ def encode_pong(nonce: int) -> bytes:
         return _PING_PONG.pack(9, m.PONG, nonce)
     except struct.error as exc:
         raise _check_fields(exc) from None
+
+
+#: The C codec's serve(api, timeout) runs API.poll's loop in C; in pure Python
+#: there is none and API.poll runs its own loop.
+serve = None

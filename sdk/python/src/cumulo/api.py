@@ -9,7 +9,7 @@ import struct
 import time
 from collections import deque
 from typing import (
-    Any, Callable, Deque, Dict, List, Optional, Tuple, Type, Union,
+    Any, Callable, Deque, Dict, List, NoReturn, Optional, Tuple, Type, Union,
 )
 
 from . import codec
@@ -96,6 +96,7 @@ class API:
         self._encode_send = codec.encode_send
         self._encode_return = codec.encode_return
         self._encode_pong = codec.encode_pong
+        self._serve = codec.serve
 
         self._closed = False
         self._timeout: Optional[float] = -1.0  # the socket's current timeout; -1 = unknown
@@ -276,10 +277,12 @@ class API:
         for frame in frames:
             handler = dispatch.get(type(frame))
             if handler is None:
-                raise self._fail(Status.PROTOCOL, "unexpected %s from the core"
-                                 % m.NAMES[m.TYPE_OF[type(frame)]])
+                self._unexpected(frame)
             handler(frame)
         return True
+
+    def _unexpected(self, frame: m.Message) -> NoReturn:
+        raise self._fail(Status.PROTOCOL, "unexpected %s from the core" % m.NAMES[m.TYPE_OF[type(frame)]])
 
     def _make_room(self) -> None:
         """Make sure the partial frame at the buffer's end can be completed."""
@@ -332,6 +335,8 @@ class API:
         Returns False once TERMINATE has arrived (after serving the requests
         already received), True when ``timeout`` ms pass; None waits forever.
         """
+        if self._serve is not None:  # the C loop, same steps as below
+            return self._serve(self, timeout)
         deadline = None if timeout is None else time.monotonic() + timeout / 1000.0
         while True:
             if self._requests:
@@ -359,20 +364,33 @@ class API:
     def _handle(self, request: m.Request) -> None:
         handler = self._handlers.get(request.pattern)
         if handler is None:
-            self._answer(request, Status.NO_SERVICE, b"", b"no handler for pattern %s"
-                         % request.pattern.encode("utf-8"))
+            self._no_handler(request)
             return
         try:
             result = handler(self, request)
         except Exception as exc:
             if self._closed:
                 raise
-            log.exception("handler for %s raised", request.name)
-            text = "handler raised %s" % type(exc).__name__
-            if str(exc):
-                text += ": %s" % exc
-            self._answer(request, Status.SERVICE_ERROR, b"", text.encode("utf-8", "replace"))
+            self._handler_failed(request, exc)
             return
+        self._finish(request, result)
+
+    # _no_handler, _handler_failed and _finish are also the C serve loop's
+    # way back for everything but the common case (codec.serve).
+
+    def _no_handler(self, request: m.Request) -> None:
+        self._answer(request, Status.NO_SERVICE, b"", b"no handler for pattern %s"
+                     % request.pattern.encode("utf-8"))
+
+    def _handler_failed(self, request: m.Request, exc: Exception) -> None:
+        log.error("handler for %s raised", request.name, exc_info=exc)
+        text = "handler raised %s" % type(exc).__name__
+        if str(exc):
+            text += ": %s" % exc
+        self._answer(request, Status.SERVICE_ERROR, b"", text.encode("utf-8", "replace"))
+
+    def _finish(self, request: m.Request, result: HandlerResult) -> None:
+        """Answer with what the handler returned (nothing if it forwarded the request)."""
         if request.trans_id in self._forwarded:
             self._forwarded.discard(request.trans_id)
             return

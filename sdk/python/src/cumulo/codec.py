@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import Any, Callable, Optional
 
 from . import _pycodec
 
-SEAM = ("decode_frames", "decode_frame", "encode", "encode_return", "encode_send", "encode_pong")
+SEAM = ("decode_frames", "decode_frame", "encode", "encode_return", "encode_send", "encode_pong", "serve")
 
 
 def _select() -> ModuleType:
@@ -37,6 +38,8 @@ encode = _pycodec.encode
 encode_return = _pycodec.encode_return
 encode_send = _pycodec.encode_send
 encode_pong = _pycodec.encode_pong
+# API.poll's loop in C, or None: API.poll then runs its own Python loop.
+serve: Optional[Callable[[Any, Optional[int]], bool]] = _pycodec.serve
 if ACCELERATED:
     decode_frames = _impl.decode_frames
     decode_frame = _impl.decode_frame
@@ -44,6 +47,10 @@ if ACCELERATED:
     encode_return = _impl.encode_return
     encode_send = _impl.encode_send
     encode_pong = _impl.encode_pong
+    serve = _impl.serve
+
+#: The C key/value parser (cumulo.info uses it when ACCELERATED), else None.
+info_parse_c: Optional[Callable[[Any], Any]] = getattr(_impl, "info_parse", None) if ACCELERATED else None
 
 
 def implementation() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Mapping, Tuple, Union
 
+from . import codec
 from .errors import DecodeError
 
 #: A key or value: str (UTF-8 encoded) or bytes.
@@ -38,7 +39,7 @@ def info_encode(pairs: Pairs) -> bytes:
     return b"\0".join(fields)
 
 
-def info_parse(data: Union[bytes, bytearray, memoryview]) -> List[Tuple[bytes, bytes]]:
+def info_parse_python(data: Union[bytes, bytearray, memoryview]) -> List[Tuple[bytes, bytes]]:
     """Parse a key/value buffer into (key, value) pairs, in order, repeats kept.
 
     Raises ``DecodeError`` (MALFORMED) if the buffer does not end with NUL or
@@ -53,6 +54,12 @@ def info_parse(data: Union[bytes, bytearray, memoryview]) -> List[Tuple[bytes, b
     if len(fields) % 2:
         raise DecodeError("key/value buffer has a key without a value")
     return list(zip(fields[0::2], fields[1::2]))
+
+
+#: Handlers call it on every request: the C extension's when it is active.
+info_parse = info_parse_python
+if codec.ACCELERATED:
+    info_parse = codec.info_parse_c
 
 
 def info_dict(data: Union[bytes, bytearray, memoryview]) -> dict[str, str]:
