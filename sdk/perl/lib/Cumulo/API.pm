@@ -153,8 +153,11 @@ sub poll {
             $self->_handle($request);
             next;
         }
-        return 0 if $self->{terminated};
-        my ($type, $fields) = $self->_next_frame($deadline);
+        if ($self->{terminated}) {
+            $self->{connection}->flush;
+            return 0;
+        }
+        my ($type, $fields) = $self->_next_frame($deadline);    # sends the queued RETURNs first
         return 1 unless defined $type;
         $self->_background($type, $fields);
     }
@@ -269,9 +272,9 @@ sub _next_frame {
 sub _background {
     my ($self, $type, $fields) = @_;
     if ($type eq 'PING') {
-        $self->{connection}->write_frame('PONG', { nonce => $fields->{nonce} }, $self->{max_frame});
+        $self->{connection}->queue_frame('PONG', { nonce => $fields->{nonce} }, $self->{max_frame});
     } elsif ($type eq 'REQUEST') {
-        push @{ $self->{queue} }, Cumulo::Request->new($fields);
+        push @{ $self->{queue} }, Cumulo::Request->_from_frame($fields);
     } elsif ($type eq 'RESPONSE') {
         my $trans_id = $fields->{trans_id};
         return if delete $self->{abandoned}{$trans_id};
@@ -311,11 +314,11 @@ sub _handle {
         : (Cumulo::Status::NO_SERVICE, '', 'no handler for ' . $req->pattern);
     return if $req->forwarded;
     my %fields = (trans_id => $req->trans_id, status => $status, response_info => $info, response => $response);
-    eval { $self->{connection}->write_frame('RETURN', \%fields, $self->{max_frame}); 1 } and return;
+    eval { $self->{connection}->queue_frame('RETURN', \%fields, $self->{max_frame}); 1 } and return;
     my $error = $@;
     die $error unless Scalar::Util::blessed($error) && $error->isa('Cumulo::Error')
         && $error->status == Cumulo::Status::TOO_LARGE;
-    $self->{connection}->write_frame('RETURN', { %fields, status => Cumulo::Status::TOO_LARGE,
+    $self->{connection}->queue_frame('RETURN', { %fields, status => Cumulo::Status::TOO_LARGE,
         response_info => '', response => $error->message }, $self->{max_frame});
     return;
 }
