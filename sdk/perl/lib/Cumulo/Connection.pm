@@ -88,6 +88,7 @@ sub read_frame {
     while (1) {
         my $position = $self->{position};
         my $available = length($$buffer) - $position;
+        my $missing = READ_CHUNK;
         if ($available >= Cumulo::Codec::HEADER_SIZE) {
             my $length = unpack 'V', substr($$buffer, $position, Cumulo::Codec::HEADER_SIZE);
             $length = Cumulo::Codec::frame_length(substr($$buffer, $position, Cumulo::Codec::HEADER_SIZE), $max_frame)
@@ -103,12 +104,13 @@ sub read_frame {
                 $self->{position} = $end;
                 return Cumulo::Codec::decode_at($buffer, $position + Cumulo::Codec::HEADER_SIZE, $length);
             }
+            $missing = Cumulo::Codec::HEADER_SIZE + $length - $available;
         }
         if ($position) {    # drop the decoded frames before reading more
             substr($$buffer, 0, $position, '');
             $self->{position} = 0;
         }
-        return () unless $self->_fill($deadline);
+        return () unless $self->_fill($deadline, $missing > READ_CHUNK ? $missing : READ_CHUNK);
     }
 }
 
@@ -128,10 +130,11 @@ sub _open_socket {
     return $self->{socket} // Cumulo::Error::ConnectionClosed->throw(message => 'connection closed');
 }
 
-# Writes the queued frames, then reads what is available; false when the
-# deadline passed first. Without a deadline the read itself waits.
+# Writes the queued frames, then reads what is available (up to $size
+# bytes); false when the deadline passed first. Without a deadline the read
+# itself waits.
 sub _fill {
-    my ($self, $deadline) = @_;
+    my ($self, $deadline, $size) = @_;
     $self->flush;
     my $socket = $self->_open_socket;
     while (1) {
@@ -144,7 +147,7 @@ sub _fill {
                 next;    # a short timeout or EINTR: look at the deadline again
             }
         }
-        my $read = sysread($socket, $self->{buffer}, READ_CHUNK, length $self->{buffer});
+        my $read = sysread($socket, $self->{buffer}, $size, length $self->{buffer});
         return 1 if $read;
         next if !defined $read && ($!{EINTR} || $!{EAGAIN});
         my $why = defined $read ? 'the core closed the connection' : "connection to the core lost: $!";
