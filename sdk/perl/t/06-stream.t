@@ -92,6 +92,34 @@ subtest 'a frame larger than one read, both ways' => sub {
     is($small, 'echo r2', 'the frame after it');
 };
 
+subtest 'after a slow handler the answers so far go out before the next one runs' => sub {
+    pipe(my $signal_in, my $signal_out) or die "pipe: $!";
+    my $core = FakeCore->new(sub {
+        my ($peer) = $_[0]->accept_instance(window => 3);
+        $peer->reply('SUBSCRIBE', 'echo');
+        $peer->write_raw(join '', map { request_frame($_) } 1 .. 3);
+        my $first = $peer->expect('RETURN')->{response};
+        syswrite $signal_out, "x";    # lets the second handler finish
+        my @rest = map { $peer->expect('RETURN')->{response} } 1 .. 2;
+        $peer->send_frame('TERMINATE', { timeout => 100 });
+        return ($first, @rest);
+    });
+    close $signal_out;
+    my $api = Cumulo::API->new(socket => $core->path, prefix => '/t/', window => 3);
+    $api->subscribe('echo', sub {
+        my $request = $_[0]->request;
+        select undef, undef, undef, 0.02 if $request eq 'r1';    # slow
+        if ($request eq 'r2') {    # waits for the core to have r1's answer
+            vec(my $bits = '', fileno $signal_in, 1) = 1;
+            return 'r1 was still held' unless select $bits, undef, undef, 5;
+        }
+        return "echo $request";
+    });
+    1 while $api->poll(10_000);
+    $api->close;
+    is_deeply([$core->join], ['echo r1', 'echo r2', 'echo r3'], 'r1 answered while r2 was running');
+};
+
 subtest 'one instance runs in its own blocking loop until TERMINATE' => sub {
     my $core = FakeCore->new(sub {
         my ($peer, $hello) = $_[0]->accept_instance;

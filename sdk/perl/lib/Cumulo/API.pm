@@ -20,6 +20,10 @@ use constant {
     REQUEST_OVERHEAD     => 8 + 2 + 0xffff,    # what a REQUEST adds to its SEND: source, pattern
     GRACE_MS             => 1000,              # how long past a timeout to wait for the core's own
     HANDSHAKE_TIMEOUT_MS => 30_000,
+    # A handler slower than this (seconds) is taken as a sign the next one is
+    # too: the answers queued so far go out before it runs, not after.
+    SLOW_HANDLER         => 0.001,
+    MONOTONIC            => Time::HiRes::CLOCK_MONOTONIC(),
 };
 
 # Managed (started by the core): everything comes from the environment.
@@ -44,6 +48,7 @@ sub new {
         next_req_id  => 0,
         last_time_ns => 0,
         terminated   => 0,
+        slow_handler => 0,
     }, $class;
     $self->{connection} = Cumulo::Connection->new($args{socket} // $ENV{CUMULO_SOCKET});
     eval { $self->_handshake($token, $hello_prefix, $args{window} // 1); 1 } or do {
@@ -150,7 +155,12 @@ sub poll {
     my $deadline = defined $timeout ? $self->_deadline_after($timeout, 0) : undef;
     while (1) {
         if (my $request = shift @{ $self->{queue} }) {
+            # RETURNs wait in the output while requests that came in the same
+            # read are handled, unless the handlers are slow.
+            $self->{connection}->flush if $self->{slow_handler};
+            my $started = Time::HiRes::clock_gettime(MONOTONIC);
             $self->_handle($request);
+            $self->{slow_handler} = Time::HiRes::clock_gettime(MONOTONIC) - $started > SLOW_HANDLER;
             next;
         }
         if ($self->{terminated}) {
@@ -272,7 +282,7 @@ sub _next_frame {
 sub _background {
     my ($self, $type, $fields) = @_;
     if ($type eq 'PING') {
-        $self->{connection}->queue_frame('PONG', { nonce => $fields->{nonce} }, $self->{max_frame});
+        $self->{connection}->write_frame('PONG', { nonce => $fields->{nonce} }, $self->{max_frame});
     } elsif ($type eq 'REQUEST') {
         push @{ $self->{queue} }, Cumulo::Request->_from_frame($fields);
     } elsif ($type eq 'RESPONSE') {
