@@ -169,6 +169,10 @@ sub poll {
         }
         my ($type, $fields) = $self->_next_frame($deadline);    # sends the queued RETURNs first
         return 1 unless defined $type;
+        if ($type eq 'REQUEST') {
+            push @{ $self->{queue} }, Cumulo::Request->_from_frame($fields);
+            next;
+        }
         $self->_background($type, $fields);
     }
 }
@@ -318,18 +322,18 @@ sub _answer {
 
 sub _handle {
     my ($self, $req) = @_;
-    my $handler = $self->{handlers}{ $req->pattern };
+    my $handler = $self->{handlers}{ $req->{pattern} };
     my ($status, $info, $response) = $handler
         ? $self->_run_handler($handler, $req)
-        : (Cumulo::Status::NO_SERVICE, '', 'no handler for ' . $req->pattern);
-    return if $req->forwarded;
-    my %fields = (trans_id => $req->trans_id, status => $status, response_info => $info, response => $response);
-    eval { $self->{connection}->queue_frame('RETURN', \%fields, $self->{max_frame}); 1 } and return;
+        : (Cumulo::Status::NO_SERVICE, '', "no handler for $req->{pattern}");
+    return if $req->{forwarded};
+    my $connection = $self->{connection};
+    eval { $connection->queue_return($req->{trans_id}, $status, $info, $response, $self->{max_frame}); 1 }
+        and return;
     my $error = $@;
     die $error unless Scalar::Util::blessed($error) && $error->isa('Cumulo::Error')
         && $error->status == Cumulo::Status::TOO_LARGE;
-    $self->{connection}->queue_frame('RETURN', { %fields, status => Cumulo::Status::TOO_LARGE,
-        response_info => '', response => $error->message }, $self->{max_frame});
+    $connection->queue_return($req->{trans_id}, Cumulo::Status::TOO_LARGE, '', $error->message, $self->{max_frame});
     return;
 }
 
@@ -340,7 +344,7 @@ sub _run_handler {
         my @result = $handler->($req, $self);
         ($info, $response) = @result > 1 ? @result[0, 1] : ('', $result[0]);
         die "handler returned a reference, not a string\n" if ref $response;
-        $info = _info_bytes($info);
+        $info = ref $info ? Cumulo::Info::encode($info) : $info // '';
         $response //= '';
         utf8::encode($response) if utf8::is_utf8($response);    # text out as UTF-8
         1;

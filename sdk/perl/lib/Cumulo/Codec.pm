@@ -67,7 +67,7 @@ sub encode {
     my ($type, $fields) = @_;
     $fields ||= {};
     if ($type eq 'RETURN') {    # the hot path of every service
-        my $frame = _encode_return($fields);
+        my $frame = return_frame(@$fields{qw(trans_id status response_info response)});
         return $frame if defined $frame;
     }
     _invalid("unknown frame type $type") unless exists $TYPES{$type};
@@ -81,10 +81,9 @@ sub encode {
 }
 
 # RETURN in one pack when its fields need no conversion; undef otherwise,
-# and the general encoder then converts them or says what is wrong.
-sub _encode_return {
-    my ($fields) = @_;
-    my ($trans_id, $status, $info, $response) = @$fields{qw(trans_id status response_info response)};
+# and encode('RETURN', ...) then converts them or says what is wrong.
+sub return_frame {
+    my ($trans_id, $status, $info, $response) = @_;
     return undef unless defined $trans_id && length $trans_id == TID_SIZE && !utf8::is_utf8($trans_id)
         && defined $status && $status =~ /\A[0-9]{1,5}\z/ && $status <= 0xffff
         && defined $info && !utf8::is_utf8($info) && defined $response && !utf8::is_utf8($response);
@@ -123,18 +122,33 @@ sub decode_body {
 # off a stream, without copying it out first): ($type, \%fields).
 sub decode_at {
     my ($buffer, $offset, $length) = @_;
-    my $code = ord substr($$buffer, $offset, 1);
-    my $unpacker = $UNPACKERS{$code};
-    if ($unpacker) {
-        my $fields = _unpack_frame($unpacker, $buffer, $offset, $length);
-        return ($unpacker->[0], $fields) if $fields;
+    my $unpacker = $UNPACKERS{ ord substr($$buffer, $offset, 1) }
+        or return _decode_checked(substr($$buffer, $offset, $length));
+    my ($type, $template, $count, $names, $named, $sized, $strings, $tids) = @$unpacker;
+    CHECK: {
+        my @values = eval { unpack "\@$offset $template", $$buffer } or last CHECK;
+        my $end = pop @values;
+        last CHECK unless @values == $count && $end == $offset + $length;
+        for my $index (@$sized) {
+            last CHECK unless length $values[$index] == $values[$index - 1];
+        }
+        for my $index (@$tids) {
+            last CHECK unless length $values[$index] == TID_SIZE;
+        }
+        for my $index (@$strings) {    # ASCII is already its own text; the rest is decoded strictly
+            last CHECK if $values[$index] =~ /[^\x00-\x7f]/;
+        }
+        my %fields;
+        @fields{@$names} = @values[@$named];
+        return ($type, \%fields);
     }
     return _decode_checked(substr($$buffer, $offset, $length));    # with its exact error
 }
 
 # One unpack per frame (the field loop below costs a call per field). Each
 # str and bytes field is read as its length and its value, so a field cut
-# short by the end of the data shows; anything unexpected returns undef.
+# short by the end of the data shows; anything unexpected goes to the field
+# loop, which says what is wrong.
 # [type, template, value count, names, positions of the named values,
 # length-checked positions, str positions, tid positions], by type code.
 {
@@ -159,26 +173,6 @@ sub decode_at {
         $UNPACKERS{ $TYPES{$type} } =
             [$type, join(' ', 'x', @pieces, '.'), $count, \@names, \@named, \@sized, \@strings, \@tids];
     }
-}
-
-sub _unpack_frame {
-    my ($unpacker, $buffer, $offset, $length) = @_;
-    my (undef, $template, $count, $names, $named, $sized, $strings, $tids) = @$unpacker;
-    my @values = eval { unpack "\@$offset $template", $$buffer } or return undef;
-    my $end = pop @values;
-    return undef unless @values == $count && $end == $offset + $length;
-    for my $index (@$sized) {
-        return undef unless length $values[$index] == $values[$index - 1];
-    }
-    for my $index (@$tids) {
-        return undef unless length $values[$index] == TID_SIZE;
-    }
-    for my $index (@$strings) {    # ASCII is already its own text; the rest is decoded strictly
-        return undef if $values[$index] =~ /[^\x00-\x7f]/;
-    }
-    my %fields;
-    @fields{@$names} = @values[@$named];
-    return \%fields;
 }
 
 # The field by field decoder: slower, and says exactly what is malformed.

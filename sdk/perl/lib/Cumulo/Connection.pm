@@ -53,7 +53,21 @@ sub queue_frame {
     my $length = length($frame) - Cumulo::Codec::HEADER_SIZE;
     Cumulo::Error->throw(status => Cumulo::Status::TOO_LARGE,
         message => "$type frame of $length bytes is over the limit of $max_frame") if $length > $max_frame;
-    $self->_open_socket;
+    $self->{socket} // $self->_open_socket;    # throws once closed
+    $self->{output} .= $frame;
+    return;
+}
+
+# queue_frame('RETURN', ...) without the hash.
+sub queue_return {
+    my ($self, $trans_id, $status, $info, $response, $max_frame) = @_;
+    my $frame = Cumulo::Codec::return_frame($trans_id, $status, $info, $response)
+        // return $self->queue_frame('RETURN',
+            { trans_id => $trans_id, status => $status, response_info => $info, response => $response }, $max_frame);
+    my $length = length($frame) - Cumulo::Codec::HEADER_SIZE;
+    Cumulo::Error->throw(status => Cumulo::Status::TOO_LARGE,
+        message => "RETURN frame of $length bytes is over the limit of $max_frame") if $length > $max_frame;
+    $self->{socket} // $self->_open_socket;    # throws once closed
     $self->{output} .= $frame;
     return;
 }
@@ -63,7 +77,7 @@ sub flush {
     my ($self) = @_;
     my $output = \$self->{output};
     return unless length $$output;
-    my $socket = $self->_open_socket;
+    my $socket = $self->{socket} // $self->_open_socket;
     my $written = 0;
     while ($written < length $$output) {
         # MSG_NOSIGNAL: a closed peer is an error here, not a SIGPIPE.
@@ -135,8 +149,8 @@ sub _open_socket {
 # itself waits.
 sub _fill {
     my ($self, $deadline, $size) = @_;
-    $self->flush;
-    my $socket = $self->_open_socket;
+    $self->flush if length $self->{output};
+    my $socket = $self->{socket} // $self->_open_socket;
     while (1) {
         if (defined $deadline) {
             my $wait = $deadline - now();
