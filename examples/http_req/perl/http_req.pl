@@ -7,7 +7,7 @@ use FindBin;
 use lib "$FindBin::Bin/../../../sdk/perl/lib";
 use Cumulo;
 
-my $RESPONSE_INFO = { 'content-type' => 'text/xml; charset=utf-8' };
+my $RESPONSE_INFO = Cumulo::Info::encode([['content-type' => 'text/xml; charset=utf-8']]);    # once, not per request
 
 # The decimal form of $text if it is an integer that fits in 64 bits
 # (signed), else undef.

@@ -60,5 +60,9 @@ for my $raw ("\0", 'a', "a\0b", "a\0b\0c\0") {
 my $data = Cumulo::Info::encode([[value => 1], [value => 2]]);
 is(Cumulo::Info::lookup($data, 'value'), '1', 'lookup finds the first value');
 is(Cumulo::Info::lookup($data, 'other'), undef, 'lookup of a missing key');
+is(Cumulo::Info::lookup('', 'value'), undef, 'lookup in empty data');
+for my $raw ("value\0" . '1', "value\0" . "1\0x\0") {
+    is(dies_with(sub { Cumulo::Info::lookup($raw, 'value') }), 'MALFORMED', 'lookup in malformed ' . unpack('H*', $raw));
+}
 
 done_testing;

@@ -20,6 +20,10 @@ use constant {
     REQUEST_OVERHEAD     => 8 + 2 + 0xffff,    # what a REQUEST adds to its SEND: source, pattern
     GRACE_MS             => 1000,              # how long past a timeout to wait for the core's own
     HANDSHAKE_TIMEOUT_MS => 30_000,
+    # A handler slower than this (seconds) is taken as a sign the next one is
+    # too: the answers queued so far go out before it runs, not after.
+    SLOW_HANDLER         => 0.001,
+    MONOTONIC            => Time::HiRes::CLOCK_MONOTONIC(),
 };
 
 # Managed (started by the core): everything comes from the environment.
@@ -44,6 +48,7 @@ sub new {
         next_req_id  => 0,
         last_time_ns => 0,
         terminated   => 0,
+        slow_handler => 0,
     }, $class;
     $self->{connection} = Cumulo::Connection->new($args{socket} // $ENV{CUMULO_SOCKET});
     eval { $self->_handshake($token, $hello_prefix, $args{window} // 1); 1 } or do {
@@ -150,12 +155,24 @@ sub poll {
     my $deadline = defined $timeout ? $self->_deadline_after($timeout, 0) : undef;
     while (1) {
         if (my $request = shift @{ $self->{queue} }) {
+            # RETURNs wait in the output while requests that came in the same
+            # read are handled, unless the handlers are slow.
+            $self->{connection}->flush if $self->{slow_handler};
+            my $started = Time::HiRes::clock_gettime(MONOTONIC);
             $self->_handle($request);
+            $self->{slow_handler} = Time::HiRes::clock_gettime(MONOTONIC) - $started > SLOW_HANDLER;
             next;
         }
-        return 0 if $self->{terminated};
-        my ($type, $fields) = $self->_next_frame($deadline);
+        if ($self->{terminated}) {
+            $self->{connection}->flush;
+            return 0;
+        }
+        my ($type, $fields) = $self->_next_frame($deadline);    # sends the queued RETURNs first
         return 1 unless defined $type;
+        if ($type eq 'REQUEST') {
+            push @{ $self->{queue} }, Cumulo::Request->_from_frame($fields);
+            next;
+        }
         $self->_background($type, $fields);
     }
 }
@@ -271,7 +288,7 @@ sub _background {
     if ($type eq 'PING') {
         $self->{connection}->write_frame('PONG', { nonce => $fields->{nonce} }, $self->{max_frame});
     } elsif ($type eq 'REQUEST') {
-        push @{ $self->{queue} }, Cumulo::Request->new($fields);
+        push @{ $self->{queue} }, Cumulo::Request->_from_frame($fields);
     } elsif ($type eq 'RESPONSE') {
         my $trans_id = $fields->{trans_id};
         return if delete $self->{abandoned}{$trans_id};
@@ -305,18 +322,18 @@ sub _answer {
 
 sub _handle {
     my ($self, $req) = @_;
-    my $handler = $self->{handlers}{ $req->pattern };
+    my $handler = $self->{handlers}{ $req->{pattern} };
     my ($status, $info, $response) = $handler
         ? $self->_run_handler($handler, $req)
-        : (Cumulo::Status::NO_SERVICE, '', 'no handler for ' . $req->pattern);
-    return if $req->forwarded;
-    my %fields = (trans_id => $req->trans_id, status => $status, response_info => $info, response => $response);
-    eval { $self->{connection}->write_frame('RETURN', \%fields, $self->{max_frame}); 1 } and return;
+        : (Cumulo::Status::NO_SERVICE, '', "no handler for $req->{pattern}");
+    return if $req->{forwarded};
+    my $connection = $self->{connection};
+    eval { $connection->queue_return($req->{trans_id}, $status, $info, $response, $self->{max_frame}); 1 }
+        and return;
     my $error = $@;
     die $error unless Scalar::Util::blessed($error) && $error->isa('Cumulo::Error')
         && $error->status == Cumulo::Status::TOO_LARGE;
-    $self->{connection}->write_frame('RETURN', { %fields, status => Cumulo::Status::TOO_LARGE,
-        response_info => '', response => $error->message }, $self->{max_frame});
+    $connection->queue_return($req->{trans_id}, Cumulo::Status::TOO_LARGE, '', $error->message, $self->{max_frame});
     return;
 }
 
@@ -327,7 +344,7 @@ sub _run_handler {
         my @result = $handler->($req, $self);
         ($info, $response) = @result > 1 ? @result[0, 1] : ('', $result[0]);
         die "handler returned a reference, not a string\n" if ref $response;
-        $info = _info_bytes($info);
+        $info = ref $info ? Cumulo::Info::encode($info) : $info // '';
         $response //= '';
         utf8::encode($response) if utf8::is_utf8($response);    # text out as UTF-8
         1;

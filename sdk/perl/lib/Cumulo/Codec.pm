@@ -51,6 +51,8 @@ our %LAYOUTS = (
     ERROR => [status => 'u16', message => 'str'],
 );
 
+our %UNPACKERS;    # built below decode_at
+
 # [pack template, size, smallest, largest] of the fixed-width integers.
 my %INTEGERS = (
     u8  => ['C',  1, 0,     0xff],
@@ -64,6 +66,10 @@ my %INTEGERS = (
 sub encode {
     my ($type, $fields) = @_;
     $fields ||= {};
+    if ($type eq 'RETURN') {    # the hot path of every service
+        my $frame = return_frame(@$fields{qw(trans_id status response_info response)});
+        return $frame if defined $frame;
+    }
     _invalid("unknown frame type $type") unless exists $TYPES{$type};
     my $body = chr $TYPES{$type};
     my @layout = @{ $LAYOUTS{$type} };
@@ -72,6 +78,17 @@ sub encode {
         $body .= _encode_field($name, $kind, $fields->{$name});
     }
     return pack('V', length $body) . $body;
+}
+
+# RETURN in one pack when its fields need no conversion; undef otherwise,
+# and encode('RETURN', ...) then converts them or says what is wrong.
+sub return_frame {
+    my ($trans_id, $status, $info, $response) = @_;
+    return undef unless defined $trans_id && length $trans_id == TID_SIZE && !utf8::is_utf8($trans_id)
+        && defined $status && $status =~ /\A[0-9]{1,5}\z/ && $status <= 0xffff
+        && defined $info && !utf8::is_utf8($info) && defined $response && !utf8::is_utf8($response);
+    return pack 'V C a16 v V/a* V/a*', 27 + length($info) + length($response),
+        $TYPES{RETURN}, $trans_id, $status, $info, $response;
 }
 
 # Decodes exactly one whole frame (length prefix included): ($type, \%fields).
@@ -98,6 +115,69 @@ sub frame_length {
 sub decode_body {
     my ($data) = @_;
     _malformed('frame has no type byte') if !defined $data || $data eq '';
+    return decode_at(\$data, 0, length $data);
+}
+
+# Decodes the body of $length bytes at $offset in $$buffer (a frame read
+# off a stream, without copying it out first): ($type, \%fields).
+sub decode_at {
+    my ($buffer, $offset, $length) = @_;
+    my $unpacker = $UNPACKERS{ ord substr($$buffer, $offset, 1) }
+        or return _decode_checked(substr($$buffer, $offset, $length));
+    my ($type, $template, $count, $names, $named, $sized, $strings, $tids) = @$unpacker;
+    CHECK: {
+        my @values = eval { unpack "\@$offset $template", $$buffer } or last CHECK;
+        my $end = pop @values;
+        last CHECK unless @values == $count && $end == $offset + $length;
+        for my $index (@$sized) {
+            last CHECK unless length $values[$index] == $values[$index - 1];
+        }
+        for my $index (@$tids) {
+            last CHECK unless length $values[$index] == TID_SIZE;
+        }
+        for my $index (@$strings) {    # ASCII is already its own text; the rest is decoded strictly
+            last CHECK if $values[$index] =~ /[^\x00-\x7f]/;
+        }
+        my %fields;
+        @fields{@$names} = @values[@$named];
+        return ($type, \%fields);
+    }
+    return _decode_checked(substr($$buffer, $offset, $length));    # with its exact error
+}
+
+# One unpack per frame (the field loop below costs a call per field). Each
+# str and bytes field is read as its length and its value, so a field cut
+# short by the end of the data shows; anything unexpected goes to the field
+# loop, which says what is wrong.
+# [type, template, value count, names, positions of the named values,
+# length-checked positions, str positions, tid positions], by type code.
+{
+    my %PIECES = (tid => 'a16', u8 => 'C', i8 => 'c', u16 => 'v', u32 => 'V', u64 => 'Q<',
+        str => 'v X2 v/a', bytes => 'V X4 V/a');
+    TYPE: for my $type (keys %LAYOUTS) {
+        my (@pieces, @names, @named, @sized, @strings, @tids);
+        my $count = 0;    # values unpacked so far
+        my @layout = @{ $LAYOUTS{$type} };
+        while (my ($name, $kind) = splice @layout, 0, 2) {
+            next TYPE unless $PIECES{$kind};    # a list of trans_ids: the field loop
+            push @pieces, $PIECES{$kind};
+            push @tids, $count if $kind eq 'tid';
+            if ($kind eq 'str' || $kind eq 'bytes') {
+                $count++;    # the length
+                push @sized, $count;
+                push @strings, $count if $kind eq 'str';
+            }
+            push @names, $name;
+            push @named, $count++;
+        }
+        $UNPACKERS{ $TYPES{$type} } =
+            [$type, join(' ', 'x', @pieces, '.'), $count, \@names, \@named, \@sized, \@strings, \@tids];
+    }
+}
+
+# The field by field decoder: slower, and says exactly what is malformed.
+sub _decode_checked {
+    my ($data) = @_;
     my $code = ord $data;
     my $type = $TYPE_NAMES{$code} // _malformed(sprintf 'unknown frame type 0x%02x', $code);
     my $position = 1;

@@ -46,8 +46,13 @@ sub parse {
 # The first value of $key in encoded $data, or undef.
 sub lookup {
     my ($data, $key) = @_;
-    for my $pair (@{ parse($data) }) {
-        return $pair->[1] if $pair->[0] eq $key;
+    return undef if !defined $data || $data eq '';
+    _malformed('key/value data does not end with NUL') unless substr($data, -1) eq "\0";
+    my @fields = split /\0/, $data, -1;
+    pop @fields;    # the empty string after the final NUL
+    _malformed('key/value data has an odd number of fields') if @fields % 2;
+    for (my $index = 0; $index < @fields; $index += 2) {
+        return $fields[$index + 1] if $fields[$index] eq $key;
     }
     return undef;
 }

@@ -17,6 +17,13 @@ sub new {
     return bless { %self, forwarded => 0 }, $class;
 }
 
+# A REQUEST frame's own fields hash, taken over (no copy).
+sub _from_frame {
+    my ($class, $fields) = @_;
+    $fields->{forwarded} = 0;
+    return bless $fields, $class;
+}
+
 for my $field (@FIELDS) {
     no strict 'refs';
     *{$field} = sub { $_[0]{$field} };

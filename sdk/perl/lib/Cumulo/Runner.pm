@@ -19,6 +19,7 @@ sub run {
     my $use_threads = delete $options{use_threads} // $Config{useithreads};
     $count = 1 if $count < 1;
     return _run_threads($count, $setup, \%options) if $use_threads && $count > 1;
+    return _serve(0, $setup, \%options) if $count == 1;    # the instance waits in its own reads
     return _run_select($count, $setup, \%options);
 }
 
