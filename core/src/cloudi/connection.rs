@@ -134,6 +134,8 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     let why = a.serve(&core, &mut rd, &mut rb, start, &native, max_frame).await;
     if why.starts_with("closed by the peer") {
         tracing::debug!(instance = id, "{}: {why}", a.label);
+    } else if why.starts_with("protocol error") {
+        tracing::error!(instance = id, "closing {}: {why}", a.label);
     } else {
         tracing::warn!(instance = id, "closing {}: {why}", a.label);
     }
@@ -214,7 +216,7 @@ impl Adapter {
                         Ok(m) => m,
                         Err(e) => return self.protocol_error(&mut c, &e),
                     };
-                    if let Err(e) = self.from_api(&mut c, m) {
+                    if let Err(e) = self.api_message(&mut c, m) {
                         return self.protocol_error(&mut c, &e);
                     }
                     start += n;
@@ -241,7 +243,7 @@ impl Adapter {
                     if !more {
                         return "closed by the core".into();
                     }
-                    if let Err(e) = self.from_core(&batch) {
+                    if let Err(e) = self.core_frames(&batch) {
                         return e;
                     }
                     batch.clear();
@@ -265,7 +267,7 @@ impl Adapter {
     }
 
     /// One message from the API, as the frame a native SDK would send.
-    fn from_api(&mut self, c: &mut crate::state::Core, m: ApiMessage) -> Result<(), String> {
+    fn api_message(&mut self, c: &mut crate::state::Core, m: ApiMessage) -> Result<(), String> {
         let id = self.id;
         let handle = |c: &mut crate::state::Core, f: Frame| c.handle_frame(id, f).map_err(|(_, m)| m);
         match m {
@@ -364,7 +366,7 @@ impl Adapter {
     }
 
     /// Native frames the core wrote for this instance, as CloudI messages.
-    fn from_core(&mut self, batch: &[u8]) -> Result<(), String> {
+    fn core_frames(&mut self, batch: &[u8]) -> Result<(), String> {
         let mut at = 0;
         while at < batch.len() {
             // The core's own frames: a failure here is a bug, not bad input.
@@ -397,12 +399,10 @@ impl Adapter {
                 self.release();
             }
             Frame::Response(r) => self.response(r),
-            Frame::McastSent(m) => {
-                if self.waiting == Waiting::Mcast(m.trans_id) {
-                    msg::encode_returns_async(&mut out_buf(&self.out), m.trans_ids);
-                    self.waiting = Waiting::Nothing;
-                    self.release();
-                }
+            Frame::McastSent(m) if self.waiting == Waiting::Mcast(m.trans_id) => {
+                msg::encode_returns_async(&mut out_buf(&self.out), m.trans_ids);
+                self.waiting = Waiting::Nothing;
+                self.release();
             }
             Frame::Reply(r) => {
                 if r.req_id == REQ_SUBSCRIBE_COUNT && self.waiting == Waiting::Count {

@@ -13,7 +13,7 @@ const CONTENT_TYPE: &[u8] = b"content-type\0text/xml; charset=utf-8\0";
 fn parse_value(body: &[u8]) -> Option<i64> {
     let fields = body.strip_suffix(b"\0")?;
     let fields: Vec<&[u8]> = fields.split(|b| *b == 0).collect();
-    if fields.len() % 2 != 0 {
+    if !fields.len().is_multiple_of(2) {
         return None;
     }
     let (_, v) = fields.chunks_exact(2).map(|kv| (kv[0], kv[1])).find(|(k, _)| *k == b"value")?;
