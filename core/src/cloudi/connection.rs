@@ -16,11 +16,15 @@ use cumulo_proto::{Frame, Status, TransId, TransIdGen};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
 /// Bytes read per system call at most.
 const READ_CHUNK: usize = 64 * 1024;
+/// How long the last bytes (a TERM, say) may take to leave once the
+/// connection ends, before it is dropped regardless.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Failed async trans_ids remembered so that `recv_async` on one answers at
 /// once instead of waiting out its timeout; older ones are forgotten.
 const FAILED_REMEMBERED: usize = 1024;
@@ -53,8 +57,9 @@ struct Adapter {
     /// Responses of send_async and mcast_async copies, until recv_async.
     responses: VecDeque<(TransId, Vec<u8>, Vec<u8>)>,
     failed: VecDeque<TransId>,
-    /// CloudI bytes for the API's socket.
-    out: Rc<Outbox>,
+    /// CloudI bytes for the API's socket, not written yet. Written by this
+    /// task itself (no writer task: one wake-up less per message).
+    out: Vec<u8>,
 }
 
 /// Runs one thread's connection of a CloudI-protocol process until either
@@ -89,13 +94,13 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     start = first;
 
     let native = Outbox::new(max_outbox);
-    let out = Outbox::new(max_outbox);
+    let mut out = Vec::with_capacity(READ_CHUNK);
     let admitted = {
         let mut c = core.borrow_mut();
         let node_id = c.limits.node_id;
         c.admit(&token, "", thread_index, 1, Endpoint::Socket(native.clone())).map(|a| {
             msg::encode_init(
-                &mut out_buf(&out),
+                &mut out,
                 &msg::Init {
                     process_index: a.process_index,
                     process_count: a.process_count,
@@ -119,7 +124,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
             return;
         }
     };
-    let writer = tokio::task::spawn_local(crate::listener::write_loop(out.clone(), wr));
+    let mut wr = wr;
     let mut a = Adapter {
         id,
         label,
@@ -129,9 +134,9 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         held: Vec::new(),
         responses: VecDeque::new(),
         failed: VecDeque::new(),
-        out: out.clone(),
+        out,
     };
-    let why = a.serve(&core, &mut rd, &mut rb, start, &native, max_frame).await;
+    let why = a.serve(&core, &mut rd, &mut wr, &mut rb, start, &native, (max_frame, max_outbox)).await;
     if why.starts_with("closed by the peer") {
         tracing::debug!(instance = id, "{}: {why}", a.label);
     } else if why.starts_with("protocol error") {
@@ -141,34 +146,17 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     }
     core.borrow_mut().remove_instance(id, &why);
     native.close();
-    out.close();
-    let _ = writer.await;
+    // What is left (a TERM, say) may take CLOSE_GRACE to leave.
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        let _ = wr.write_all(&a.out).await;
+        let _ = wr.shutdown().await;
+    })
+    .await;
     core.borrow_mut().connection_tasks -= 1;
 }
 
-/// Appends to an outbox through a plain `&mut Vec` (for the encoders).
-struct OutBuf<'a>(&'a Outbox, Vec<u8>);
-impl std::ops::Deref for OutBuf<'_> {
-    type Target = Vec<u8>;
-    fn deref(&self) -> &Vec<u8> {
-        &self.1
-    }
-}
-impl std::ops::DerefMut for OutBuf<'_> {
-    fn deref_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.1
-    }
-}
-impl Drop for OutBuf<'_> {
-    fn drop(&mut self) {
-        if !self.1.is_empty() {
-            let bytes = std::mem::take(&mut self.1);
-            self.0.push(|b| b.extend_from_slice(&bytes));
-        }
-    }
-}
-fn out_buf(o: &Outbox) -> OutBuf<'_> {
-    OutBuf(o, Vec::new())
+fn put(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    write(out)
 }
 
 fn malformed(service: &str, thread_index: u32, why: &str) {
@@ -190,11 +178,12 @@ impl Adapter {
     async fn serve(
         &mut self,
         core: &Shared,
-        rd: &mut tokio::net::unix::OwnedReadHalf,
+        rd: &mut OwnedReadHalf,
+        wr: &mut OwnedWriteHalf,
         rb: &mut Vec<u8>,
         mut start: usize,
         native: &Rc<Outbox>,
-        max_frame: usize,
+        (max_frame, max_outbox): (usize, usize),
     ) -> String {
         let mut batch = Vec::with_capacity(READ_CHUNK);
         loop {
@@ -233,7 +222,18 @@ impl Adapter {
                 Waiting::Recv { deadline, .. } => Some(deadline),
                 _ => None,
             };
+            if let Err(e) = self.flush(wr) {
+                return e;
+            }
+            if self.out.len() > max_outbox {
+                return format!("slow consumer: more than {max_outbox} bytes waiting to be read");
+            }
             tokio::select! {
+                w = wr.writable(), if !self.out.is_empty() => {
+                    if let Err(e) = w {
+                        return format!("closed by the peer: {e}");
+                    }
+                }
                 r = rd.read_buf(rb) => match r {
                     Ok(n) if n > 0 => {}
                     Ok(_) => return "closed by the peer".into(),
@@ -250,15 +250,26 @@ impl Adapter {
                 }
                 _ = sleep_until(deadline) => {
                     // recv_async timed out: CloudI answers with the null trans_id.
-                    msg::encode_response(&mut out_buf(&self.out), msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID);
+                    put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID));
                     self.waiting = Waiting::Nothing;
                     self.release();
                 }
             }
-            if self.out.is_closed() {
-                return if self.out.overflowed.get() { "slow consumer: the API does not read".into() } else { "closed".into() };
+        }
+    }
+
+    /// Writes what the socket takes now, without waiting.
+    fn flush(&mut self, wr: &mut OwnedWriteHalf) -> Result<(), String> {
+        let mut done = 0;
+        while done < self.out.len() {
+            match wr.try_write(&self.out[done..]) {
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(format!("closed by the peer: {e}")),
             }
         }
+        self.out.drain(..done);
+        Ok(())
     }
 
     fn protocol_error(&self, c: &mut crate::state::Core, why: &str) -> String {
@@ -290,7 +301,7 @@ impl Adapter {
             ApiMessage::SendAsync(s) => {
                 let tid = self.ids.next();
                 handle(c, Frame::SendAsync(native_send(&s, tid)?))?;
-                msg::encode_return_async(&mut out_buf(&self.out), &tid);
+                put(&mut self.out, |b| msg::encode_return_async(b, &tid));
             }
             ApiMessage::SendSync(s) => {
                 let tid = self.ids.next();
@@ -344,12 +355,12 @@ impl Adapter {
         let any = trans_id == msg::NULL_TRANS_ID;
         if let Some(i) = self.responses.iter().position(|(t, ..)| any || *t == trans_id) {
             let (t, info, body) = &self.responses[i];
-            msg::encode_response(&mut out_buf(&self.out), msg::RECV_ASYNC, info, body, t);
+            put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, info, body, t));
             if consume {
                 self.responses.remove(i);
             }
         } else if !any && self.failed.contains(&trans_id) {
-            msg::encode_response(&mut out_buf(&self.out), msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID);
+            put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID));
         } else {
             return;
         }
@@ -357,11 +368,16 @@ impl Adapter {
         self.release();
     }
 
+    /// The API may be handed requests: it polls and waits for nothing.
+    fn ready(&self) -> bool {
+        self.polling && self.waiting == Waiting::Nothing
+    }
+
     /// Gives held requests to the API once it polls and waits for nothing.
     fn release(&mut self) {
-        if self.polling && self.waiting == Waiting::Nothing && !self.held.is_empty() {
+        if self.ready() && !self.held.is_empty() {
             let held = std::mem::take(&mut self.held);
-            self.out.push(|b| b.extend_from_slice(&held));
+            self.out.extend_from_slice(&held);
         }
     }
 
@@ -395,18 +411,21 @@ impl Adapter {
                     trans_id: &r.trans_id,
                     source: r.source,
                 };
-                msg::encode_request(&mut self.held, &req);
-                self.release();
+                if self.ready() {
+                    put(&mut self.out, |b| msg::encode_request(b, &req));
+                } else {
+                    msg::encode_request(&mut self.held, &req);
+                }
             }
             Frame::Response(r) => self.response(r),
             Frame::McastSent(m) if self.waiting == Waiting::Mcast(m.trans_id) => {
-                msg::encode_returns_async(&mut out_buf(&self.out), m.trans_ids);
+                put(&mut self.out, |b| msg::encode_returns_async(b, m.trans_ids));
                 self.waiting = Waiting::Nothing;
                 self.release();
             }
             Frame::Reply(r) => {
                 if r.req_id == REQ_SUBSCRIBE_COUNT && self.waiting == Waiting::Count {
-                    msg::encode_subscribe_count(&mut out_buf(&self.out), r.value);
+                    put(&mut self.out, |b| msg::encode_subscribe_count(b, r.value));
                     self.waiting = Waiting::Nothing;
                     self.release();
                 } else if r.status != Status::Ok.code() && r.req_id == REQ_SUBSCRIBE {
@@ -416,8 +435,12 @@ impl Adapter {
                     tracing::warn!(instance = self.id, "{}: unsubscribe refused: {}", self.label, r.message);
                 }
             }
-            Frame::Ping(_) => msg::encode_keepalive(&mut out_buf(&self.out)),
-            Frame::Terminate(_) => msg::encode_term(&mut out_buf(&self.out)),
+            Frame::Ping(_) => {
+                msg::encode_keepalive(&mut self.out);
+            }
+            Frame::Terminate(_) => {
+                msg::encode_term(&mut self.out);
+            }
             Frame::Error(e) => return Err(e.message.to_string()),
             _ => {}
         }
@@ -431,10 +454,10 @@ impl Adapter {
             // CloudI has no error statuses: a failed send_sync returns
             // nothing with the null trans_id, as a timeout does.
             if ok {
-                msg::encode_response(&mut out_buf(&self.out), msg::RETURN_SYNC, r.response_info, r.response, &r.trans_id);
+                put(&mut self.out, |b| msg::encode_response(b, msg::RETURN_SYNC, r.response_info, r.response, &r.trans_id));
             } else {
                 tracing::debug!(instance = self.id, "{}: send_sync failed: {}", self.label, String::from_utf8_lossy(r.response));
-                msg::encode_response(&mut out_buf(&self.out), msg::RETURN_SYNC, b"", b"", &msg::NULL_TRANS_ID);
+                put(&mut self.out, |b| msg::encode_response(b, msg::RETURN_SYNC, b"", b"", &msg::NULL_TRANS_ID));
             }
             self.waiting = Waiting::Nothing;
             self.release();

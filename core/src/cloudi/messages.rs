@@ -242,10 +242,11 @@ pub fn encode_request(out: &mut Vec<u8>, r: &Request) {
         b.extend_from_slice(&r.timeout.to_ne_bytes());
         b.push(r.priority as u8);
         b.extend_from_slice(&r.trans_id.0);
-        let mut pid = Vec::with_capacity(32);
-        etf::encode_pid(&mut pid, (r.source >> 32) as u32, r.source as u32);
-        b.extend_from_slice(&(pid.len() as u32).to_ne_bytes());
-        b.extend_from_slice(&pid);
+        let size_at = b.len();
+        b.extend_from_slice(&[0; 4]);
+        etf::encode_pid(b, (r.source >> 32) as u32, r.source as u32);
+        let size = (b.len() - size_at - 4) as u32;
+        b[size_at..size_at + 4].copy_from_slice(&size.to_ne_bytes());
     });
 }
 
