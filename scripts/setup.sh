@@ -51,6 +51,14 @@ if [ ! -f "$venv/.installed" ] || [ -n "$(find sdk/python/src sdk/python/src_c s
     touch "$venv/.installed"
 fi
 
+# --- CloudI's own Python API (PyPI cloudi, with erlang_py), for the
+# examples written against it (examples/http_req/python_cloudi, docs/CLOUDI.md)
+if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("cloudi") != "2.0.7")' 2>/dev/null; then
+    say "installing CloudI's Python API (cloudi 2.0.7) into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check cloudi==2.0.7 erlang_py==2.0.7 >/dev/null 2>&1 ||
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check cloudi==2.0.7 erlang_py==2.0.7 >/dev/null
+fi
+
 # --- Java SDK jar and example classes
 jar=$(ls sdk/java/target/cumulo-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -n 1 || true)
 if [ -z "$jar" ]; then

@@ -107,6 +107,18 @@ pub enum DestRefresh {
     None,
 }
 
+/// How an external service's program talks to the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// cumulo's own protocol (proto/PROTOCOL.md), through an SDK.
+    #[default]
+    Cumulo,
+    /// CloudI's external-service protocol: a program written against one of
+    /// CloudI's language APIs, unchanged (docs/CLOUDI.md).
+    Cloudi,
+}
+
 /// Options shared by every service (and by unmanaged instances).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -145,6 +157,8 @@ pub struct ServiceConfig {
     pub path: Option<String>,
     /// Internal service: its name (`echo`, ...).
     pub internal: Option<String>,
+    /// External service: the protocol its program speaks.
+    pub protocol: Protocol,
     pub args: Vec<String>,
     pub env: std::collections::BTreeMap<String, String>,
     /// Working directory (default: the config file's folder).
@@ -175,6 +189,7 @@ impl Default for ServiceConfig {
             prefix: String::new(),
             path: None,
             internal: None,
+            protocol: Protocol::Cumulo,
             args: Vec::new(),
             env: Default::default(),
             dir: None,
@@ -346,6 +361,9 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
         // must refuse the file (or the API call), not stop a running core.
         (None, Some(name)) => crate::internal::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?,
         _ => {}
+    }
+    if s.protocol == Protocol::Cloudi && s.internal.is_some() {
+        return Err((at_field("protocol"), "cloudi is for external services (path), not internal ones".into()));
     }
     if s.count_process == 0 || s.count_process > 1024 {
         return Err((at_field("count_process"), "must be 1 .. 1024".into()));

@@ -5,6 +5,7 @@
 //! - `pattern`, `registry`: names, wildcard patterns, who subscribes what;
 //! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
 //!   windows, timeouts — the hot path;
+//! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
 //! - `listener`: sockets, handshake, frame reading and batched writing;
 //! - `supervisor`, `os`: service processes, restarts, termination;
 //! - `internal`: services inside the core behind one trait;
@@ -16,6 +17,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod cloudi;
 pub mod config;
 pub mod daemon;
 pub mod instance;

@@ -265,7 +265,7 @@ fn protocol_error(c: &mut crate::state::Core, outbox: &Outbox, e: DecodeError) -
     msg
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(outbox: Rc<Outbox>, mut wr: W) {
+pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(outbox: Rc<Outbox>, mut wr: W) {
     let mut batch = Vec::with_capacity(READ_CHUNK);
     while outbox.next_batch(&mut batch).await {
         let stalled = async {

@@ -16,6 +16,38 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
 }
 
+/// Hands `fds` to the child as descriptors 3, 4, ... in order (CloudI's
+/// convention: thread i's socket is descriptor 3 + i). The caller keeps the
+/// `OwnedFd`s open until the child is spawned, then drops them.
+pub fn pass_fds(cmd: &mut Command, fds: &[std::os::fd::OwnedFd]) {
+    use std::os::fd::AsRawFd;
+    let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    let first_free = 3 + raw.len() as i32;
+    // SAFETY: only fcntl and dup2, both async-signal-safe, on descriptors the
+    // parent holds open across the spawn; nothing is allocated in the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            // First move every source above the targets, so that placing
+            // one cannot overwrite another not yet placed.
+            let mut moved = [0i32; 1024];
+            for (i, fd) in raw.iter().enumerate().take(moved.len()) {
+                let m = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, first_free);
+                if m < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                moved[i] = m;
+            }
+            for (i, m) in moved.iter().take(raw.len()).enumerate() {
+                // dup2 clears close-on-exec on the target.
+                if libc::dup2(*m, 3 + i as i32) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Signals a process's whole group (services run as group leaders, so
 /// wrappers and their children get the signal too).
 pub fn signal(pid: u32, sig: i32) {

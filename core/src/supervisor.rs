@@ -10,7 +10,7 @@
 //! reports its state through a watch channel that the admin API reads and
 //! waits on.
 
-use crate::config::{ServiceConfig, ServiceOptions};
+use crate::config::{Protocol, ServiceConfig, ServiceOptions};
 use crate::instance::ServiceId;
 use crate::internal::{self, InternalApi};
 use crate::metrics::{bump, ServiceMetrics};
@@ -654,22 +654,54 @@ impl Supervisor {
             None => self.base_dir.clone(),
         };
         let mut cmd = Command::new(&program);
-        cmd.args(&cfg.args)
-            .current_dir(dir)
-            .envs(&cfg.env)
-            .env("CUMULO_SOCKET", &self.socket_env)
-            .env("CUMULO_TOKEN", token)
-            .env("CUMULO_PROCESS_INDEX", index.to_string())
-            .env("CUMULO_PROCESS_COUNT", cfg.count_process.to_string())
-            .env("CUMULO_THREAD_COUNT", cfg.count_thread.to_string())
-            .env("CUMULO_PREFIX", &cfg.prefix)
-            .stdin(Stdio::null())
+        cmd.args(&cfg.args).current_dir(dir).envs(&cfg.env);
+        // CloudI-protocol processes get one socket per thread as descriptor
+        // 3 + thread index; the core keeps the other ends.
+        let mut cloudi_sockets = Vec::new();
+        let mut child_fds = Vec::new();
+        match cfg.protocol {
+            Protocol::Cumulo => {
+                cmd.env("CUMULO_SOCKET", &self.socket_env)
+                    .env("CUMULO_TOKEN", token)
+                    .env("CUMULO_PROCESS_INDEX", index.to_string())
+                    .env("CUMULO_PROCESS_COUNT", cfg.count_process.to_string())
+                    .env("CUMULO_THREAD_COUNT", cfg.count_thread.to_string())
+                    .env("CUMULO_PREFIX", &cfg.prefix);
+            }
+            Protocol::Cloudi => {
+                let mut theirs = Vec::new();
+                for _ in 0..cfg.count_thread {
+                    let (ours, their) = std::os::unix::net::UnixStream::pair()?;
+                    cloudi_sockets.push(ours);
+                    theirs.push(std::os::fd::OwnedFd::from(their));
+                }
+                crate::os::pass_fds(&mut cmd, &theirs);
+                cmd.env("CLOUDI_API_INIT_PROTOCOL", "local")
+                    .env("CLOUDI_API_INIT_BUFFER_SIZE", crate::cloudi::BUFFER_SIZE.to_string())
+                    .env("CLOUDI_API_INIT_THREAD_COUNT", cfg.count_thread.to_string())
+                    .env("CLOUDI_API_INIT_PROCESS_INDEX", index.to_string())
+                    .env("CLOUDI_API_INIT_PROCESS_COUNT_MAX", cfg.count_process.to_string())
+                    .env("CLOUDI_API_INIT_PROCESS_COUNT_MIN", cfg.count_process.to_string())
+                    .env("CLOUDI_API_INIT_TIMEOUT_INITIALIZE", cfg.timeout_init.to_string())
+                    .env("CLOUDI_API_INIT_TIMEOUT_TERMINATE", cfg.timeout_terminate.to_string());
+                // Open until the spawn below has run the pre_exec hook.
+                child_fds = theirs;
+            }
+        }
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         crate::os::die_with_parent(&mut cmd);
         let mut child = cmd.spawn()?;
+        drop(child_fds); // the child's ends of CloudI socket pairs, in the core
+        for (thread_index, sock) in cloudi_sockets.into_iter().enumerate() {
+            sock.set_nonblocking(true)?;
+            let stream = tokio::net::UnixStream::from_std(sock)?;
+            let task = crate::cloudi::connection::run(self.core.clone(), stream, Rc::from(token), thread_index as u32, svc.prefix.clone());
+            tokio::task::spawn_local(task);
+        }
         let pid = child.id();
         if let Some(slot) = self.core.borrow_mut().processes.get_mut(token) {
             slot.pid = pid;

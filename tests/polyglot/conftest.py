@@ -30,7 +30,8 @@ SERVICES = HERE / "services"
 
 # Every http_req example of examples/cumulo.toml, named as it subscribes
 # (<lang>.xml/get).
-LANGUAGES = ["rust", "c", "cpp", "python", "python_c", "go", "java", "javascript", "ruby", "php", "perl"]
+LANGUAGES = ["rust", "c", "cpp", "python", "python_c", "go", "java", "javascript", "ruby", "php", "perl",
+             "python_cloudi", "rust_cloudi"]
 HTTP_REQ = "/tests/http_req/{}.xml/get"
 
 FAULTY_LANGUAGES = ["python", "ruby", "javascript", "go", "java", "c", "cpp", "perl", "php"]
@@ -184,9 +185,9 @@ def faulty_services(b: Built) -> list[dict]:
     return services
 
 
-def write_config(path: Path, socket: Path, services: list[dict]) -> None:
+def write_config(path: Path, socket: Path, services: list[dict], admin_port: int = 0) -> None:
     # Clients send with the default timeouts: generous ones, for a loaded machine.
-    lines = ["[admin]", "port = 0", "", "[core]", f"socket = {_toml(str(socket))}", "", "[core.unmanaged]",
+    lines = ["[admin]", f"port = {admin_port}", "", "[core]", f"socket = {_toml(str(socket))}", "", "[core.unmanaged]",
              f"timeout_sync = {CLIENT_DEFAULT_TIMEOUT_MS}", f"timeout_async = {CLIENT_DEFAULT_TIMEOUT_MS}", ""]
     for svc in services:
         lines.append("[[service]]")
@@ -303,11 +304,11 @@ def _alive_for(pid: int, socket: Path) -> bool:
     return pid in processes_of(socket) if Path(f"/proc/{pid}").exists() else False
 
 
-def start_core(services: list[dict]) -> Core:
+def start_core(services: list[dict], admin_port: int = 0) -> Core:
     # Short: a Unix socket path must fit in 108 bytes.
     tmp = Path(tempfile.mkdtemp(prefix="cumulo-poly-", dir="/tmp"))
     socket, config, log = tmp / "core.sock", tmp / "cumulo.toml", tmp / "core.log"
-    write_config(config, socket, services)
+    write_config(config, socket, services, admin_port)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUMULO_")}
     # The supervisor's debug lines say when each process is initialized.
     env.update(NO_COLOR="1", CUMULO_LOG="info,cumulo_core::supervisor=debug")

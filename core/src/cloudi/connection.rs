@@ -1,0 +1,500 @@
+//! One CloudI API thread's socket, adapted to the core.
+//!
+//! The connection is an instance like any other (window 1, admitted by its
+//! process's token): what the API sends is turned into the frames a native
+//! SDK would send and handed to `Core::handle_frame`; what the core writes
+//! for it (native frames in its `Outbox`) is turned into CloudI messages.
+//! What CloudI keeps in the core and a native SDK keeps itself lives here:
+//! trans_id generation, the responses of `send_async` until `recv_async`
+//! collects them, and holding requests back until the API is polling.
+
+use super::messages::{self as msg, ApiMessage, ApiSend};
+use crate::instance::{Endpoint, Outbox};
+use crate::registry::InstanceId;
+use crate::state::Shared;
+use cumulo_proto::{Frame, Status, TransId, TransIdGen};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
+
+/// Bytes read per system call at most.
+const READ_CHUNK: usize = 64 * 1024;
+/// How long the last bytes (a TERM, say) may take to leave once the
+/// connection ends, before it is dropped regardless.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// Failed async trans_ids remembered so that `recv_async` on one answers at
+/// once instead of waiting out its timeout; older ones are forgotten.
+const FAILED_REMEMBERED: usize = 1024;
+/// req_ids of the control frames this adapter sends (it has one of each in
+/// flight at most: the API waits for subscribe_count's answer).
+const REQ_SUBSCRIBE: u32 = 1;
+const REQ_UNSUBSCRIBE: u32 = 2;
+const REQ_SUBSCRIBE_COUNT: u32 = 3;
+
+/// What the API is blocked on, waiting for the core's answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Waiting {
+    Nothing,
+    Sync(TransId),
+    Mcast(TransId),
+    Count,
+    Recv { trans_id: TransId, consume: bool, deadline: Instant },
+}
+
+struct Adapter {
+    id: InstanceId,
+    label: String,
+    ids: TransIdGen,
+    /// The API sent `polling`: it may get requests.
+    polling: bool,
+    waiting: Waiting,
+    /// CloudI request messages not yet given to the API (it is not polling,
+    /// or waits for an answer of its own).
+    held: Vec<u8>,
+    /// Responses of send_async and mcast_async copies, until recv_async.
+    responses: VecDeque<(TransId, Vec<u8>, Vec<u8>)>,
+    failed: VecDeque<TransId>,
+    /// CloudI bytes for the API's socket, not written yet. Written by this
+    /// task itself (no writer task: one wake-up less per message).
+    out: Vec<u8>,
+}
+
+/// Runs one thread's connection of a CloudI-protocol process until either
+/// side closes it. `token` and `thread_index` identify it to the core as a
+/// native HELLO would.
+pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index: u32, service: Rc<str>) {
+    let (mut rd, wr) = stream.into_split();
+    let (max_frame, max_outbox) = {
+        let c = core.borrow();
+        (c.limits.max_frame as usize, c.limits.max_outbox)
+    };
+    let mut rb = Vec::with_capacity(READ_CHUNK);
+    let mut start = 0;
+    // The API speaks first: `init`. A process that never does is killed by
+    // the supervisor at timeout_init, which closes this socket.
+    let first = loop {
+        match next_message(&rb[start..], max_frame) {
+            Ok(Some(n)) => break n,
+            Ok(None) => {}
+            Err(e) => return malformed(&service, thread_index, &e),
+        }
+        match rd.read_buf(&mut rb).await {
+            Ok(n) if n > 0 => {}
+            _ => return,
+        }
+    };
+    match msg::decode(&rb[msg::LEN_PREFIX..first]) {
+        Ok(ApiMessage::Init) => {}
+        Ok(other) => return malformed(&service, thread_index, &format!("expected init first, got {}", other.name())),
+        Err(e) => return malformed(&service, thread_index, &e),
+    }
+    start = first;
+
+    let native = Outbox::new(max_outbox);
+    let mut out = Vec::with_capacity(READ_CHUNK);
+    let admitted = {
+        let mut c = core.borrow_mut();
+        let node_id = c.limits.node_id;
+        c.admit(&token, "", thread_index, 1, Endpoint::Socket(native.clone())).map(|a| {
+            msg::encode_init(
+                &mut out,
+                &msg::Init {
+                    process_index: a.process_index,
+                    process_count: a.process_count,
+                    prefix: &a.prefix,
+                    timeout_initialize: a.options.timeout_init,
+                    timeout_async: a.options.timeout_async,
+                    timeout_sync: a.options.timeout_sync,
+                    timeout_terminate: a.options.timeout_terminate,
+                    priority_default: a.options.priority_default,
+                },
+            );
+            c.connection_tasks += 1;
+            let label = c.instances.get(&a.id).map_or_else(String::new, |i| i.label.clone());
+            (a.id, TransIdGen::new(node_id, a.id), label)
+        })
+    };
+    let (id, ids, label) = match admitted {
+        Ok(v) => v,
+        Err((_, why)) => {
+            tracing::warn!(service = %service, "refused a CloudI API thread {thread_index}: {why}");
+            return;
+        }
+    };
+    let mut wr = wr;
+    let mut a = Adapter {
+        id,
+        label,
+        ids,
+        polling: false,
+        waiting: Waiting::Nothing,
+        held: Vec::new(),
+        responses: VecDeque::new(),
+        failed: VecDeque::new(),
+        out,
+    };
+    let why = a.serve(&core, &mut rd, &mut wr, &mut rb, start, &native, (max_frame, max_outbox)).await;
+    if why.starts_with("closed by the peer") {
+        tracing::debug!(instance = id, "{}: {why}", a.label);
+    } else if why.starts_with("protocol error") {
+        tracing::error!(instance = id, "closing {}: {why}", a.label);
+    } else {
+        tracing::warn!(instance = id, "closing {}: {why}", a.label);
+    }
+    core.borrow_mut().remove_instance(id, &why);
+    native.close();
+    // What is left (a TERM, say) may take CLOSE_GRACE to leave.
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        let _ = wr.write_all(&a.out).await;
+        let _ = wr.shutdown().await;
+    })
+    .await;
+    core.borrow_mut().connection_tasks -= 1;
+}
+
+fn put(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    write(out)
+}
+
+fn malformed(service: &str, thread_index: u32, why: &str) {
+    tracing::error!(service = %service, "CloudI API thread {thread_index} of {service}: {why}; closing its connection");
+}
+
+/// The length of the whole message at the start of `data` (prefix
+/// included), None if it has not all arrived.
+fn next_message(data: &[u8], max: usize) -> Result<Option<usize>, String> {
+    let Some(prefix) = data.get(..msg::LEN_PREFIX) else { return Ok(None) };
+    let len = u32::from_be_bytes(prefix.try_into().unwrap_or_default()) as usize;
+    if len > max {
+        return Err(format!("a {len}-byte message is over the {max}-byte limit (core.max_frame)"));
+    }
+    Ok((data.len() >= msg::LEN_PREFIX + len).then_some(msg::LEN_PREFIX + len))
+}
+
+impl Adapter {
+    async fn serve(
+        &mut self,
+        core: &Shared,
+        rd: &mut OwnedReadHalf,
+        wr: &mut OwnedWriteHalf,
+        rb: &mut Vec<u8>,
+        mut start: usize,
+        native: &Rc<Outbox>,
+        (max_frame, max_outbox): (usize, usize),
+    ) -> String {
+        let mut batch = Vec::with_capacity(READ_CHUNK);
+        loop {
+            // Every whole message read so far, under one borrow of the core.
+            {
+                let mut c = core.borrow_mut();
+                let now = Instant::now();
+                c.now = now;
+                if let Some(inst) = c.instances.get_mut(&self.id) {
+                    inst.last_rx = now;
+                }
+                loop {
+                    let n = match next_message(&rb[start..], max_frame) {
+                        Ok(Some(n)) => n,
+                        Ok(None) => break,
+                        Err(e) => return self.protocol_error(&mut c, &e),
+                    };
+                    let m = match msg::decode(&rb[start + msg::LEN_PREFIX..start + n]) {
+                        Ok(m) => m,
+                        Err(e) => return self.protocol_error(&mut c, &e),
+                    };
+                    if let Err(e) = self.api_message(&mut c, m) {
+                        return self.protocol_error(&mut c, &e);
+                    }
+                    start += n;
+                }
+            }
+            if start > 0 {
+                rb.drain(..start);
+                start = 0;
+            }
+            if rb.capacity() - rb.len() < READ_CHUNK {
+                rb.reserve(READ_CHUNK);
+            }
+            let deadline = match self.waiting {
+                Waiting::Recv { deadline, .. } => Some(deadline),
+                _ => None,
+            };
+            if let Err(e) = self.flush(wr) {
+                return e;
+            }
+            if self.out.len() > max_outbox {
+                return format!("slow consumer: more than {max_outbox} bytes waiting to be read");
+            }
+            tokio::select! {
+                w = wr.writable(), if !self.out.is_empty() => {
+                    if let Err(e) = w {
+                        return format!("closed by the peer: {e}");
+                    }
+                }
+                r = rd.read_buf(rb) => match r {
+                    Ok(n) if n > 0 => {}
+                    Ok(_) => return "closed by the peer".into(),
+                    Err(e) => return format!("closed by the peer: {e}"),
+                },
+                more = native.next_batch(&mut batch) => {
+                    if !more {
+                        return "closed by the core".into();
+                    }
+                    if let Err(e) = self.core_frames(&batch) {
+                        return e;
+                    }
+                    batch.clear();
+                }
+                _ = sleep_until(deadline) => {
+                    // recv_async timed out: CloudI answers with the null trans_id.
+                    put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID));
+                    self.waiting = Waiting::Nothing;
+                    self.release();
+                }
+            }
+        }
+    }
+
+    /// Writes what the socket takes now, without waiting.
+    fn flush(&mut self, wr: &mut OwnedWriteHalf) -> Result<(), String> {
+        let mut done = 0;
+        while done < self.out.len() {
+            match wr.try_write(&self.out[done..]) {
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(format!("closed by the peer: {e}")),
+            }
+        }
+        self.out.drain(..done);
+        Ok(())
+    }
+
+    fn protocol_error(&self, c: &mut crate::state::Core, why: &str) -> String {
+        c.stats.protocol_errors += 1;
+        format!("protocol error: {why}")
+    }
+
+    /// One message from the API, as the frame a native SDK would send.
+    fn api_message(&mut self, c: &mut crate::state::Core, m: ApiMessage) -> Result<(), String> {
+        let id = self.id;
+        let handle = |c: &mut crate::state::Core, f: Frame| c.handle_frame(id, f).map_err(|(_, m)| m);
+        match m {
+            ApiMessage::Init => return Err("init sent twice".into()),
+            ApiMessage::Polling => {
+                self.polling = true;
+                self.release();
+            }
+            ApiMessage::Keepalive => {}
+            ApiMessage::Subscribe(p) => {
+                handle(c, Frame::Subscribe(cumulo_proto::Control { req_id: REQ_SUBSCRIBE, pattern: utf8(&p, "pattern")? }))?
+            }
+            ApiMessage::Unsubscribe(p) => {
+                handle(c, Frame::Unsubscribe(cumulo_proto::Control { req_id: REQ_UNSUBSCRIBE, pattern: utf8(&p, "pattern")? }))?
+            }
+            ApiMessage::SubscribeCount(p) => {
+                self.wait(Waiting::Count)?;
+                handle(c, Frame::SubscribeCount(cumulo_proto::Control { req_id: REQ_SUBSCRIBE_COUNT, pattern: utf8(&p, "pattern")? }))?
+            }
+            ApiMessage::SendAsync(s) => {
+                let tid = self.ids.next();
+                handle(c, Frame::SendAsync(native_send(&s, tid)?))?;
+                put(&mut self.out, |b| msg::encode_return_async(b, &tid));
+            }
+            ApiMessage::SendSync(s) => {
+                let tid = self.ids.next();
+                self.wait(Waiting::Sync(tid))?;
+                handle(c, Frame::SendSync(native_send(&s, tid)?))?;
+            }
+            ApiMessage::McastAsync(s) => {
+                let tid = self.ids.next();
+                self.wait(Waiting::Mcast(tid))?;
+                handle(c, Frame::McastAsync(native_send(&s, tid)?))?;
+            }
+            ApiMessage::Forward(s, tid) => {
+                handle(c, Frame::Forward(native_send(&s, tid)?))?;
+            }
+            ApiMessage::Return { response_info, response, trans_id } => {
+                // CloudI's null response (both empty) means "no answer": the
+                // sender times out. Here it learns so at once.
+                let null = response_info.is_empty() && response.is_empty();
+                let r = cumulo_proto::Return {
+                    trans_id,
+                    status: if null { Status::Timeout.code() } else { Status::Ok.code() },
+                    response_info,
+                    response: if null { b"the CloudI service returned a null response" } else { response },
+                };
+                handle(c, Frame::Return(r))?;
+            }
+            ApiMessage::RecvAsync { timeout, trans_id, consume } => {
+                let deadline = c.now + Duration::from_millis(timeout as u64);
+                self.wait(Waiting::Recv { trans_id, consume, deadline })?;
+                self.answer_recv();
+            }
+            ApiMessage::Shutdown(reason) => {
+                tracing::info!(instance = id, "{} asked to shut down: {}", self.label, String::from_utf8_lossy(&reason));
+                handle(c, Frame::Goodbye)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, w: Waiting) -> Result<(), String> {
+        if self.waiting != Waiting::Nothing {
+            return Err(format!("a new call while the API waits for the answer to another ({:?})", self.waiting));
+        }
+        self.waiting = w;
+        Ok(())
+    }
+
+    /// Answers a pending recv_async if a response it wants is here.
+    fn answer_recv(&mut self) {
+        let Waiting::Recv { trans_id, consume, .. } = self.waiting else { return };
+        let any = trans_id == msg::NULL_TRANS_ID;
+        if let Some(i) = self.responses.iter().position(|(t, ..)| any || *t == trans_id) {
+            let (t, info, body) = &self.responses[i];
+            put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, info, body, t));
+            if consume {
+                self.responses.remove(i);
+            }
+        } else if !any && self.failed.contains(&trans_id) {
+            put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID));
+        } else {
+            return;
+        }
+        self.waiting = Waiting::Nothing;
+        self.release();
+    }
+
+    /// The API may be handed requests: it polls and waits for nothing.
+    fn ready(&self) -> bool {
+        self.polling && self.waiting == Waiting::Nothing
+    }
+
+    /// Gives held requests to the API once it polls and waits for nothing.
+    fn release(&mut self) {
+        if self.ready() && !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.out.extend_from_slice(&held);
+        }
+    }
+
+    /// Native frames the core wrote for this instance, as CloudI messages.
+    fn core_frames(&mut self, batch: &[u8]) -> Result<(), String> {
+        let mut at = 0;
+        while at < batch.len() {
+            // The core's own frames: a failure here is a bug, not bad input.
+            let total = match cumulo_proto::next_frame_len(&batch[at..], u32::MAX) {
+                Ok(Some(t)) => t,
+                _ => return Err("internal error: a partial frame in the outbox".into()),
+            };
+            let frame = cumulo_proto::decode(&batch[at + cumulo_proto::LEN_PREFIX..at + total]).map_err(|e| format!("internal error: {e}"))?;
+            at += total;
+            self.core_frame(frame)?;
+        }
+        Ok(())
+    }
+
+    fn core_frame(&mut self, frame: Frame) -> Result<(), String> {
+        match frame {
+            Frame::Request(r) => {
+                let req = msg::Request {
+                    sync: r.flags & cumulo_proto::REQUEST_SYNC != 0,
+                    name: r.name,
+                    pattern: r.pattern,
+                    request_info: r.request_info,
+                    request: r.request,
+                    timeout: r.timeout,
+                    priority: r.priority,
+                    trans_id: &r.trans_id,
+                    source: r.source,
+                };
+                if self.ready() {
+                    put(&mut self.out, |b| msg::encode_request(b, &req));
+                } else {
+                    msg::encode_request(&mut self.held, &req);
+                }
+            }
+            Frame::Response(r) => self.response(r),
+            Frame::McastSent(m) if self.waiting == Waiting::Mcast(m.trans_id) => {
+                put(&mut self.out, |b| msg::encode_returns_async(b, m.trans_ids));
+                self.waiting = Waiting::Nothing;
+                self.release();
+            }
+            Frame::Reply(r) => {
+                if r.req_id == REQ_SUBSCRIBE_COUNT && self.waiting == Waiting::Count {
+                    put(&mut self.out, |b| msg::encode_subscribe_count(b, r.value));
+                    self.waiting = Waiting::Nothing;
+                    self.release();
+                } else if r.status != Status::Ok.code() && r.req_id == REQ_SUBSCRIBE {
+                    // CloudI stops a service whose subscribe fails.
+                    return Err(format!("subscribe refused: {}", r.message));
+                } else if r.status != Status::Ok.code() {
+                    tracing::warn!(instance = self.id, "{}: unsubscribe refused: {}", self.label, r.message);
+                }
+            }
+            Frame::Ping(_) => {
+                msg::encode_keepalive(&mut self.out);
+            }
+            Frame::Terminate(_) => {
+                msg::encode_term(&mut self.out);
+            }
+            Frame::Error(e) => return Err(e.message.to_string()),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A response to one of this API's sends.
+    fn response(&mut self, r: cumulo_proto::Return) {
+        let ok = r.status == Status::Ok.code();
+        if self.waiting == Waiting::Sync(r.trans_id) {
+            // CloudI has no error statuses: a failed send_sync returns
+            // nothing with the null trans_id, as a timeout does.
+            if ok {
+                put(&mut self.out, |b| msg::encode_response(b, msg::RETURN_SYNC, r.response_info, r.response, &r.trans_id));
+            } else {
+                tracing::debug!(instance = self.id, "{}: send_sync failed: {}", self.label, String::from_utf8_lossy(r.response));
+                put(&mut self.out, |b| msg::encode_response(b, msg::RETURN_SYNC, b"", b"", &msg::NULL_TRANS_ID));
+            }
+            self.waiting = Waiting::Nothing;
+            self.release();
+            return;
+        }
+        if ok {
+            self.responses.push_back((r.trans_id, r.response_info.to_vec(), r.response.to_vec()));
+        } else {
+            if self.failed.len() == FAILED_REMEMBERED {
+                self.failed.pop_front();
+            }
+            self.failed.push_back(r.trans_id);
+        }
+        self.answer_recv();
+    }
+}
+
+fn native_send<'a>(s: &'a ApiSend<'a>, trans_id: TransId) -> Result<cumulo_proto::Send<'a>, String> {
+    Ok(cumulo_proto::Send {
+        trans_id,
+        timeout: s.timeout,
+        priority: s.priority,
+        // CloudI retries a send whose name has no subscriber until its timeout.
+        flags: cumulo_proto::SEND_WAIT_FOR_SERVICE,
+        name: utf8(&s.name, "service name")?,
+        request_info: s.request_info,
+        request: s.request,
+    })
+}
+
+fn utf8<'a>(b: &'a [u8], what: &str) -> Result<&'a str, String> {
+    std::str::from_utf8(b).map_err(|_| format!("the {what} is not UTF-8"))
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""A test service written against CloudI's own Python API (PyPI ``cloudi``),
+run by the core with ``protocol = "cloudi"``: each pattern exercises one
+CloudI call against the core (test_cloudi.py says what each must answer).
+
+The request of ``send_sync``, ``send_async`` and ``forward`` is
+``name\\ntimeout_ms\\nbody``: whom to call, with what.
+"""
+
+import sys
+import threading
+import time
+
+import cloudi
+
+
+def call_args(request):
+    """(name, timeout, body) of a request ``name\\ntimeout\\nbody``."""
+    name, timeout, body = request.split(b"\n", 2)
+    return name.decode(), int(timeout), body
+
+
+class Task(threading.Thread):
+    def __init__(self, thread_index):
+        threading.Thread.__init__(self)
+        self.api = cloudi.API(thread_index)
+        self.index = thread_index
+
+    def run(self):
+        api = self.api
+        api.subscribe("send_sync", self.send_sync)
+        api.subscribe("send_async", self.send_async)
+        api.subscribe("mcast", self.mcast)
+        api.subscribe("member", self.member)
+        api.subscribe("sleep", self.sleep)
+        api.subscribe("null", self.null)
+        api.subscribe("forward", self.forward)
+        api.subscribe("count", self.count)
+        api.subscribe("echo/*", self.echo)
+        api.poll()
+        sys.stdout.write("thread %d: terminated\n" % self.index)
+        sys.stdout.flush()
+
+    # Each handler: (request_type, name, pattern, request_info, request,
+    # timeout, priority, trans_id, source) as CloudI's API calls it.
+    def send_sync(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        target, timeout_ms, body = call_args(request)
+        info, response, tid = self.api.send_sync(target, body, timeout=timeout_ms)
+        if tid == b"\x00" * 16:
+            return b"timeout"
+        return info, response
+
+    def send_async(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        target, timeout_ms, body = call_args(request)
+        tid = self.api.send_async(target, body, timeout=timeout_ms)
+        info, response, got = self.api.recv_async(timeout=timeout_ms + 1000, trans_id=tid)
+        if got == b"\x00" * 16:
+            return b"timeout"
+        assert got == tid
+        return info, response
+
+    def mcast(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        tids = self.api.mcast_async(self.api.prefix() + "member", request, timeout=1000)
+        answers = []
+        for tid in tids:
+            _, response, got = self.api.recv_async(timeout=5000, trans_id=tid)
+            answers.append(response if got == tid else b"timeout")
+        # any-order collection too: nothing left over
+        _, _, left = self.api.recv_async(timeout=50)
+        return b"%d:%s:%s" % (len(tids), b",".join(sorted(answers)), b"empty" if left == b"\x00" * 16 else b"left")
+
+    def member(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        return b"member-" + request
+
+    def sleep(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        time.sleep(int(request) / 1000.0)
+        return b"slept"
+
+    def null(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        return b""
+
+    def forward(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        target, _, body = call_args(request)
+        self.api.forward_(request_type, target, request_info, body, timeout, priority, trans_id, source)
+
+    def count(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        return b"%d" % self.api.subscribe_count("count")
+
+    def echo(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        return request_info, b"%s|%s|%s|%d" % (name.encode(), pattern.encode(), request, priority)
+
+
+def main():
+    threads = [Task(i) for i in range(cloudi.API.thread_count())]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+if __name__ == "__main__":
+    main()

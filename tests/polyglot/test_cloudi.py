@@ -1,0 +1,237 @@
+"""Services written against CloudI's own APIs (PyPI and crates.io ``cloudi``
+2.0.7), run unchanged with ``protocol = "cloudi"`` (docs/CLOUDI.md): calls in
+both directions with native services, timeouts, the null response,
+mcast_async with recv_async, termination, and a peer that writes garbage."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+import urllib.request
+
+import pytest
+
+import cumulo
+from conftest import (EXAMPLES, NO_VALUE, PYTHON, SERVICES, XML_INFO, Core, _absolute, start_core,
+                      value_xml)
+
+CLOUDI = "/tests/cloudi/"
+RAW = "/tests/cloudi_raw/{}/"
+HTTP_REQ_NATIVE = "/tests/http_req/python.xml/get"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(name: str, body: bytes = b"", timeout: int = 5000) -> bytes:
+    """The request of the test service's send_sync, send_async and forward."""
+    return b"%s\n%d\n%s" % (name.encode(), timeout, body)
+
+
+def http_req(lang: str) -> dict:
+    return {"prefix": "/tests/http_req/", "path": str(PYTHON), "args": [_absolute(f"http_req/{lang}/http_req.py")],
+            "dir": str(EXAMPLES), "count_process": 1, "count_thread": 1}
+
+
+@pytest.fixture(scope="module")
+def ports():
+    return {"http": free_port(), "admin": free_port()}
+
+
+@pytest.fixture(scope="module")
+def core(ports) -> Core:
+    services = [
+        {"prefix": CLOUDI, "path": str(PYTHON), "args": [str(SERVICES / "cloudi_service.py")], "protocol": "cloudi",
+         "count_process": 1, "count_thread": 2, "timeout_terminate": 3000},
+        http_req("python"),
+        {**http_req("python_cloudi"), "protocol": "cloudi", "count_thread": 2},
+        {"prefix": "/tests/http_req/", "path": str(EXAMPLES.parent / "target" / "release" / "http_req_cloudi"),
+         "protocol": "cloudi", "count_process": 1, "count_thread": 2},
+        {"prefix": "/echo/", "internal": "echo"},
+        {"prefix": "/", "internal": "http", "settings": {"port": ports["http"]}},
+    ]
+    c = start_core(services, admin_port=ports["admin"])
+    try:
+        c.wait_ready([HTTP_REQ_NATIVE, "/tests/http_req/python_cloudi.xml/get", "/tests/http_req/rust_cloudi.xml/get",
+                      CLOUDI + "member"])
+    except BaseException:
+        c.stop()
+        raise
+    yield c
+    c.assert_stopped_cleanly()
+    # CloudI-protocol processes have no CUMULO_SOCKET to be found by: check
+    # each one the core started is gone, and that it left on TERM (exit 0).
+    for pid, prefix in c.started():
+        assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), f"{prefix} process {pid} still running"
+    log = c.log_text()
+    assert "terminated" in log, log[-3000:]
+    forced = [line for line in log.splitlines() if ("after TERMINATE: SIGTERM" in line or "killed by signal" in line)
+              and "cloudi_raw" not in line]
+    assert not forced, "\n".join(forced)
+    shutil.rmtree(c.dir, ignore_errors=True)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.fixture(scope="module")
+def api(core):
+    with core.api() as a:
+        yield a
+
+
+@pytest.mark.parametrize("lang", ["python_cloudi", "rust_cloudi"])
+@pytest.mark.parametrize("body,expected", [(b"value\x0042\x00", value_xml(42)), (b"value\x00-7\x00", value_xml(-7)),
+                                           (b"value\x00x\x00", NO_VALUE), (b"value\x0042", NO_VALUE)])
+def test_http_req_through_the_core(api, lang, body, expected):
+    assert api.send_sync(f"/tests/http_req/{lang}.xml/get", body) == (XML_INFO, expected)
+
+
+@pytest.mark.parametrize("lang", ["python_cloudi", "rust_cloudi"])
+def test_http_req_through_the_gateway(core, ports, lang):
+    url = f"http://127.0.0.1:{ports['http']}/tests/http_req/{lang}.xml?value=42"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.status == 200
+        assert r.headers["content-type"] == "text/xml; charset=utf-8"
+        assert r.read() == value_xml(42)
+
+
+def test_native_to_cloudi_sees_name_pattern_info_priority(api):
+    info, body = api.send_sync(CLOUDI + "echo/a/b", b"req", request_info=b"k\0v\0", priority=-3)
+    assert info == b"k\0v\0"
+    assert body == b"/tests/cloudi/echo/a/b|/tests/cloudi/echo/*|req|-3"
+
+
+@pytest.mark.parametrize("target,body,expected", [
+    (HTTP_REQ_NATIVE, b"value\x005\x00", value_xml(5)),   # a native SDK service
+    ("/echo/x", b"hello", b"hello"),                        # a native internal service
+    ("/tests/http_req/rust_cloudi.xml/get", b"value\x006\x00", value_xml(6)),  # CloudI to CloudI
+])
+def test_cloudi_send_sync_to_others(api, target, body, expected):
+    _, response = api.send_sync(CLOUDI + "send_sync", call(target, body))
+    assert response == expected
+
+
+def test_cloudi_send_async_and_recv_async(api):
+    _, response = api.send_sync(CLOUDI + "send_async", call(HTTP_REQ_NATIVE, b"value\x009\x00"))
+    assert response == value_xml(9)
+
+
+def test_cloudi_send_sync_times_out_with_the_null_trans_id(api):
+    # No subscriber: like CloudI, the send waits for one until its timeout.
+    t0 = time.monotonic()
+    _, response = api.send_sync(CLOUDI + "send_sync", call("/nobody/here", timeout=300))
+    assert response == b"timeout"
+    assert 0.25 <= time.monotonic() - t0 < 5
+
+
+def test_cloudi_recv_async_times_out(api):
+    _, response = api.send_sync(CLOUDI + "send_async", call("/nobody/here", timeout=200))
+    assert response == b"timeout"
+
+
+def test_native_send_sync_to_a_slow_cloudi_service_times_out(api):
+    with pytest.raises(cumulo.CumuloError) as e:
+        api.send_sync(CLOUDI + "sleep", b"1500", timeout=300)
+    assert e.value.status == cumulo.Status.TIMEOUT
+    time.sleep(1.5)  # let it finish before the next test uses that thread
+
+
+def test_null_response_is_a_timeout_at_once(api):
+    t0 = time.monotonic()
+    with pytest.raises(cumulo.CumuloError) as e:
+        api.send_sync(CLOUDI + "null", b"", timeout=5000)
+    assert e.value.status == cumulo.Status.TIMEOUT
+    assert "null response" in e.value.message
+    assert time.monotonic() - t0 < 2
+
+
+def test_mcast_async_with_recv_async(api):
+    # Both threads subscribe "member": the copy to the mcasting thread itself
+    # waits in its queue (window 1) and times out, as in CloudI.
+    _, response = api.send_sync(CLOUDI + "mcast", b"x", timeout=15_000)
+    count, answers, left = response.split(b":")
+    assert count == b"2"
+    assert sorted(answers.split(b",")) == [b"member-x", b"timeout"]
+    assert left == b"empty"
+
+
+def test_native_mcast_reaches_every_cloudi_thread(api):
+    tids = api.mcast_async(CLOUDI + "member", b"y")
+    assert len(tids) == 2
+    answers = sorted(api.recv_async(t, timeout=10_000).response for t in tids)
+    assert answers == [b"member-y", b"member-y"]
+
+
+def test_forward(api):
+    info, response = api.send_sync(CLOUDI + "forward", call(HTTP_REQ_NATIVE, b"value\x0011\x00"))
+    assert (info, response) == (XML_INFO, value_xml(11))
+
+
+def test_subscribe_count(api):
+    assert api.send_sync(CLOUDI + "count", b"")[1] == b"1"
+
+
+def _admin(ports, method: str, path: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"http://127.0.0.1:{ports['admin']}{path}", data=data, method=method,
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read() or b"{}")
+
+
+def _wait_for(what, predicate, timeout=15):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("mode", ["garbage", "wrong_tuple", "huge_length"])
+def test_malformed_terms_close_that_connection_only(core, api, ports, mode):
+    prefix = RAW.format(mode)
+    added = _admin(ports, "POST", "/v1/services", {
+        "prefix": prefix, "path": str(PYTHON), "args": [str(SERVICES / "cloudi_raw.py")], "protocol": "cloudi",
+        "env": {"RAW_MODE": mode}, "max_r": 1, "timeout_terminate": 100})
+    sid = added["ids"][0]
+    try:
+        _wait_for(f"{mode}: the raw peer never saw its socket closed\n{core.log_tail()}",
+                  lambda: f"{prefix}" in core.log_text() and "closed by the core" in core.log_text().split(prefix, 1)[1])
+        log = core.log_text()
+        assert "protocol error" in log and prefix in log, core.log_tail()
+        # Everyone else is still served.
+        assert api.send_sync("/tests/http_req/python_cloudi.xml/get", b"value\x001\x00")[1] == value_xml(1)
+        assert api.send_sync(HTTP_REQ_NATIVE, b"value\x002\x00")[1] == value_xml(2)
+    finally:
+        _admin(ports, "DELETE", f"/v1/services/{sid}")
+
+
+def test_removal_terminates_the_process_cleanly(core, api, ports):
+    prefix = "/tests/cloudi_removed/"
+    added = _admin(ports, "POST", "/v1/services", {
+        "prefix": prefix, "path": str(PYTHON), "args": [str(SERVICES / "cloudi_service.py")], "protocol": "cloudi",
+        "count_thread": 2})
+    sid = added["ids"][0]
+    assert api.send_sync(prefix + "member", b"z", timeout=20_000, wait_for_service=True)[1] == b"member-z"
+    pids = [p["pid"] for p in _admin(ports, "GET", f"/v1/services/{sid}")["processes"]]
+    t0 = time.monotonic()
+    _admin(ports, "DELETE", f"/v1/services/{sid}")
+    assert time.monotonic() - t0 < 2.5, "the process did not leave on TERM within timeout_terminate"
+    for pid in pids:
+        _wait_for(f"process {pid} still running", lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid))
+    tail = core.log_text().split(f"service={prefix}", 1)[1]
+    assert "exited with code 0" in tail, core.log_tail()
+    with pytest.raises(cumulo.CumuloError) as e:
+        api.send_sync(prefix + "member", b"z", timeout=2000)
+    assert e.value.status == cumulo.Status.NO_SERVICE
