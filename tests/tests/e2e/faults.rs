@@ -49,10 +49,22 @@ fn kill_9_under_load_fails_in_flight_requests_at_once() {
         "a dead instance's requests must fail at once, not wait for their timeout: {:?}",
         r.totals
     );
-    core.wait_lines(&["killed by signal 9", "service=/k/"], kills, ms(10_000));
-    core.wait_ready(2 + kills as u32);
+    // Not one log line per kill: a kill may land on a process that had
+    // just died and was not yet reaped.
+    core.wait_lines(&["killed by signal 9", "service=/k/"], 1, ms(10_000));
+    // Both processes serve again (random choice: 20 requests reach both).
     let mut api = core.client();
-    assert!(api.send_sync("/k/x", b"", b"after", opts(5000)).is_ok());
+    let deadline = Instant::now() + ms(15_000);
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 2 {
+        assert!(Instant::now() < deadline, "processes serving again: {seen:?}");
+        match api.send_sync("/k/x", b"", b"after", opts(5000)) {
+            Ok(r) => {
+                seen.insert(field(&r, "process"));
+            }
+            Err(e) => panic!("after the kills: {e}"),
+        }
+    }
 }
 
 #[test]
