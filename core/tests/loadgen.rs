@@ -150,6 +150,13 @@ fn fixed_mode_holds_its_rate_and_writes_an_html_report_a_browser_shows() {
     let ok = r["totals"]["ok"].as_u64().unwrap();
     assert!((9_500..=10_100).contains(&ok), "{ok} answers in 5 s at 2000/s");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("held "));
+    // Every request due is accounted for, in the JSON and the text summary.
+    let t = |k: &str| r["totals"][k].as_u64().unwrap_or_else(|| panic!("no totals.{k}"));
+    assert_eq!(t("due"), t("sent") + t("not_sent"));
+    assert_eq!(t("sent"), t("ok") + t("errors") + t("timed_out") + t("unanswered"));
+    assert_eq!((t("sent"), t("unanswered")), (ok, 0));
+    let line = format!("accounting: {ok} sent = {ok} ok + 0 errors + 0 timed out + 0 unanswered; 0 not sent");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&line), "{}", String::from_utf8_lossy(&out.stdout));
 
     let browser = chromium();
     let profile = dir.path("profile");

@@ -119,6 +119,7 @@ impl Service {
 pub struct Config {
     core: Vec<String>,
     unmanaged: Vec<String>,
+    admin: Vec<String>,
     pub services: Vec<Service>,
 }
 
@@ -139,6 +140,12 @@ impl Config {
         self
     }
 
+    /// A key of `[admin]`, the value as TOML.
+    pub fn admin(mut self, key: &str, value: impl Display) -> Config {
+        self.admin.push(format!("{key} = {value}"));
+        self
+    }
+
     pub fn service(mut self, s: Service) -> Config {
         self.services.push(s);
         self
@@ -153,6 +160,13 @@ impl Config {
         if !self.unmanaged.is_empty() {
             t.push_str("\n[core.unmanaged]\n");
             for l in &self.unmanaged {
+                t.push_str(l);
+                t.push('\n');
+            }
+        }
+        if !self.admin.is_empty() {
+            t.push_str("\n[admin]\n");
+            for l in &self.admin {
                 t.push_str(l);
                 t.push('\n');
             }

@@ -41,6 +41,14 @@ pub fn cumulo_bin() -> PathBuf {
     );
 }
 
+/// A TCP port free on loopback at the time of the call (for an admin API).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral port")
+}
+
 /// `cumulo` with plain-text logs, for CLI tests.
 pub fn cumulo_cmd() -> Command {
     let mut c = Command::new(cumulo_bin());
@@ -234,6 +242,38 @@ impl Core {
                     .ok()
             })
             .collect()
+    }
+
+    /// pids of the core's living child processes (its services), read from
+    /// /proc: every thread's `children` list, since any of the core's
+    /// threads may have spawned one.
+    pub fn child_pids(&self) -> Vec<u32> {
+        let mut pids = Vec::new();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else { return pids };
+        for t in tasks.flatten() {
+            let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            pids.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Runs a `cumulo` client command against this core's admin API at
+    /// `port`; panics with its output if it fails.
+    pub fn admin_cmd(&self, port: u16, args: &[&str]) -> String {
+        let out = cumulo_cmd()
+            .env("CUMULO_ADMIN", format!("http://127.0.0.1:{port}"))
+            .args(args)
+            .output()
+            .expect("run cumulo");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "cumulo {args:?} failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
     }
 
     pub fn signal(&self, sig: i32) {

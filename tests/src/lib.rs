@@ -4,11 +4,13 @@
 
 pub mod config;
 pub mod harness;
+pub mod load;
 pub mod raw;
 
 pub use config::{q, Config, Service};
 pub use cumulo::{Api, Error, Options, Response, SendOptions, Status};
-pub use harness::{cumulo_bin, cumulo_cmd, Core, TempDir};
+pub use harness::{cumulo_bin, cumulo_cmd, free_port, Core, TempDir};
+pub use load::{Load, LoadReport};
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -20,15 +20,14 @@ pub struct RequestSpec {
 pub fn judge(status: Status, body: &[u8], check: Option<&[u8]>) -> Outcome {
     match status {
         Status::Ok => match check {
-            Some(c) if !contains(body, c) => Outcome::Error(format!(
-                "answer does not contain '{}': '{}'",
-                String::from_utf8_lossy(c),
-                excerpt(body)
-            )),
+            Some(c) if !contains(body, c) => Outcome::error(
+                "check",
+                format!("answer does not contain '{}': '{}'", String::from_utf8_lossy(c), excerpt(body)),
+            ),
             _ => Outcome::Ok,
         },
         Status::Timeout => Outcome::Timeout,
-        other => Outcome::Error(format!("{}: {}", other.name(), excerpt(body))),
+        other => Outcome::error(other.name(), format!("{}: {}", other.name(), excerpt(body))),
     }
 }
 
@@ -54,8 +53,8 @@ mod tests {
     fn status_then_check() {
         let check = Some(&b"<value>42</value>"[..]);
         assert_eq!(judge(Status::Ok, b"<http_test><value>42</value></http_test>", check), Outcome::Ok);
-        assert!(matches!(judge(Status::Ok, b"<error/>", check), Outcome::Error(e) if e.contains("does not contain")));
+        assert!(matches!(judge(Status::Ok, b"<error/>", check), Outcome::Error { kind, why } if kind == "check" && why.contains("does not contain")));
         assert_eq!(judge(Status::Timeout, b"", check), Outcome::Timeout);
-        assert!(matches!(judge(Status::NoService, b"nobody", None), Outcome::Error(e) if e == "NO_SERVICE: nobody"));
+        assert!(matches!(judge(Status::NoService, b"nobody", None), Outcome::Error { kind, why } if kind == "NO_SERVICE" && why == "NO_SERVICE: nobody"));
     }
 }

@@ -5,16 +5,49 @@ use super::driver::{Held, RunEnd, TickRecord};
 use super::progress::Sample;
 use super::report::Latencies;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// Every request of the run, accounted for (see `Recorder`):
+/// `due = sent + not_sent`, `sent = ok + errors + timed_out + unanswered`,
+/// `due = ok + errors + timeouts`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
+    /// Requests the schedule called for.
+    pub due: u64,
+    pub sent: u64,
+    /// Due but never sent: no free slot on the connection within the timeout.
+    pub not_sent: u64,
     pub ok: u64,
     pub errors: u64,
+    /// `CRASHED`, `NO_SERVICE`, `HTTP 503`, `check`, `connection`, ...
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// All that counts as a timeout: timed_out + not_sent + unanswered.
     pub timeouts: u64,
+    /// Sent, and answered with a timeout.
+    pub timed_out: u64,
+    /// Sent, and never answered within the timeout and a margin of 1 s
+    /// after the run: a request the target lost.
+    pub unanswered: u64,
     pub seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+}
+
+impl Totals {
+    /// "1000 sent = 990 ok + 5 errors (CRASHED 5) + 3 timed out + 2 unanswered; 0 not sent"
+    pub fn accounting(&self) -> String {
+        let kinds = if self.errors_by_kind.is_empty() {
+            String::new()
+        } else {
+            let k: Vec<String> = self.errors_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            format!(" ({})", k.join(", "))
+        };
+        format!(
+            "{} sent = {} ok + {} errors{kinds} + {} timed out + {} unanswered; {} not sent",
+            self.sent, self.ok, self.errors, self.timed_out, self.unanswered, self.not_sent
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -101,6 +134,7 @@ impl BenchReport {
         if let Some(e) = &self.totals.first_error {
             let _ = writeln!(o, "first error: {e}");
         }
+        let _ = writeln!(o, "accounting: {}", self.totals.accounting());
         o
     }
 }
@@ -135,6 +169,26 @@ pub fn machine() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn accounting_line_names_every_part() {
+        let t = super::Totals {
+            due: 1002,
+            sent: 1000,
+            not_sent: 2,
+            ok: 990,
+            errors: 5,
+            errors_by_kind: [("CRASHED".to_string(), 4), ("connection".to_string(), 1)].into(),
+            timeouts: 7,
+            timed_out: 3,
+            unanswered: 2,
+            seconds: 1.0,
+        };
+        assert_eq!(
+            t.accounting(),
+            "1000 sent = 990 ok + 5 errors (CRASHED 4, connection 1) + 3 timed out + 2 unanswered; 2 not sent"
+        );
+    }
+
     #[test]
     fn date_is_well_formed() {
         let d = super::utc_now();

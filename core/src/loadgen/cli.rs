@@ -15,7 +15,7 @@ use super::bench_report::{BenchReport, Header, Totals};
 use super::controller::DynamicSettings;
 use super::driver::{drive, Observer, Plan, RateMode, TickRecord};
 use super::progress::{human_us, sample_loop, Progress};
-use super::recorder::{Outcome, SharedRecorder};
+use super::recorder::SharedRecorder;
 use super::{html, http_client, payload, schedule, service_client};
 use anyhow::{bail, Context};
 use std::cell::RefCell;
@@ -250,10 +250,7 @@ async fn run_plan(plan: &Plan, name: &'static str, pace: &tokio::sync::watch::Se
     while rec.lock().outstanding > 0 && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let mut g = rec.lock();
-    while g.outstanding > 0 {
-        g.done(0, &Outcome::Timeout);
-    }
+    rec.lock().give_up_outstanding();
     (end, samples)
 }
 
@@ -271,7 +268,19 @@ fn finish(report: BenchReport, rate: &RateArgs) -> anyhow::Result<bool> {
 
 fn totals(rec: &SharedRecorder, seconds: f64) -> Totals {
     let g = rec.lock();
-    Totals { ok: g.total_ok, errors: g.total_errors, timeouts: g.total_timeouts, seconds, first_error: g.first_error.clone() }
+    Totals {
+        due: g.total_sent + g.total_not_sent,
+        sent: g.total_sent,
+        not_sent: g.total_not_sent,
+        ok: g.total_ok,
+        errors: g.total_errors,
+        errors_by_kind: g.errors_by_kind.clone(),
+        timeouts: g.total_timeouts,
+        timed_out: g.total_timed_out,
+        unanswered: g.total_unanswered,
+        seconds,
+        first_error: g.first_error.clone(),
+    }
 }
 
 fn request(a: RequestArgs) -> anyhow::Result<bool> {

@@ -123,6 +123,7 @@ table.ticks td.why {{ text-align: left; color: #b3261e; }}
         ("rate", r.rate_mode.clone()),
         ("connections", r.connections.to_string()),
         ("answered", format!("{} ok, {} errors, {} timeouts in {:.1} s", r.totals.ok, r.totals.errors, r.totals.timeouts, r.totals.seconds)),
+        ("accounting", r.totals.accounting()),
         ("date", r.date.clone()),
         ("machine", r.machine.clone()),
         ("command", r.command.clone()),

@@ -122,24 +122,23 @@ async fn run_lane(t: &HttpTarget, mut sender: Option<Sender>, mut pacer: Pacer, 
         let origin = due.map_or(now, |d| latency_origin(d, now));
         rec.lock().sent();
         let Some(s) = sender.as_mut() else {
-            rec.lock().done(origin.elapsed().as_micros() as u64, &Outcome::Error(format!("cannot connect to {}", t.addr)));
+            rec.lock().done(origin.elapsed().as_micros() as u64, &Outcome::error("connection", format!("cannot connect to {}", t.addr)));
             // Do not spin on a refused connection.
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
         let outcome = match tokio::time::timeout(t.timeout, get(s, t)).await {
             Ok(Ok((status, body))) if status.is_success() => match &t.check {
-                Some(c) if !contains(&body, c) => Outcome::Error(format!(
-                    "answer does not contain '{}': '{}'",
-                    String::from_utf8_lossy(c),
-                    excerpt(&body)
-                )),
+                Some(c) if !contains(&body, c) => Outcome::error(
+                    "check",
+                    format!("answer does not contain '{}': '{}'", String::from_utf8_lossy(c), excerpt(&body)),
+                ),
                 _ => Outcome::Ok,
             },
-            Ok(Ok((status, body))) => Outcome::Error(format!("HTTP {}: {}", status.as_u16(), excerpt(&body))),
+            Ok(Ok((status, body))) => Outcome::error(format!("HTTP {}", status.as_u16()), format!("HTTP {}: {}", status.as_u16(), excerpt(&body))),
             Ok(Err(e)) => {
                 sender = None;
-                Outcome::Error(format!("{e:#}"))
+                Outcome::error("connection", format!("{e:#}"))
             }
             Err(_) => {
                 // The connection is mid-request: it cannot be reused.

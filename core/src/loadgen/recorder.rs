@@ -4,6 +4,7 @@
 //! completion takes it once, briefly.
 
 use super::report::Latencies;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How one request ended.
@@ -12,8 +13,16 @@ pub enum Outcome {
     Ok,
     /// No answer in time (the core's TIMEOUT, or none at all).
     Timeout,
-    /// An error status, a failed connection, or an answer that failed the check.
-    Error(String),
+    /// An error status, a failed connection, or an answer that failed the
+    /// check: `kind` is what the totals count it under (`CRASHED`,
+    /// `NO_SERVICE`, `HTTP 503`, `check`, `connection`), `why` the message.
+    Error { kind: String, why: String },
+}
+
+impl Outcome {
+    pub fn error(kind: impl Into<String>, why: impl Into<String>) -> Outcome {
+        Outcome::Error { kind: kind.into(), why: why.into() }
+    }
 }
 
 /// Counts of one period.
@@ -37,7 +46,7 @@ impl Window {
                 self.latency.record(us);
             }
             Outcome::Timeout => self.timeouts += 1,
-            Outcome::Error(why) => {
+            Outcome::Error { why, .. } => {
                 self.errors += 1;
                 if self.first_error.is_none() {
                     self.first_error = Some(why.clone());
@@ -62,14 +71,32 @@ impl Window {
     }
 }
 
+/// The run's accounting. Every request due is counted once: it was sent
+/// or not (`not_sent`), and every one sent ended `ok`, in an error, timed
+/// out, or is `outstanding` (at the end of a run, what is still outstanding
+/// after its timeout and a margin is moved to `unanswered`):
+///
+///   due  = sent + not_sent
+///   sent = ok + errors + timed_out + unanswered + outstanding
+///
+/// `total_timeouts` is what the tick verdicts count as timeouts:
+/// timed_out + not_sent + unanswered.
 #[derive(Default)]
 pub struct Recorder {
     pub tick: Window,
     pub sample: Window,
     /// Sent and not yet answered.
     pub outstanding: u64,
+    pub total_sent: u64,
+    pub total_not_sent: u64,
     pub total_ok: u64,
     pub total_errors: u64,
+    /// Errors by kind (see `Outcome::Error`).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Answered with a timeout (the core's TIMEOUT; HTTP: the client's own timer).
+    pub total_timed_out: u64,
+    /// Sent, and no answer at all by the end of the run.
+    pub total_unanswered: u64,
     pub total_timeouts: u64,
     /// The run's first error, for the summary (a fixed-rate run judges no tick).
     pub first_error: Option<String>,
@@ -79,6 +106,7 @@ impl Recorder {
     /// A request left.
     pub fn sent(&mut self) {
         self.outstanding += 1;
+        self.total_sent += 1;
         self.tick.scheduled += 1;
         self.sample.scheduled += 1;
     }
@@ -86,6 +114,7 @@ impl Recorder {
     /// A request due so long ago that it was never sent (its lane had no
     /// free slot within the timeout): a timeout, and never outstanding.
     pub fn dropped(&mut self) {
+        self.total_not_sent += 1;
         self.tick.scheduled += 1;
         self.sample.scheduled += 1;
         self.finish(0, &Outcome::Timeout);
@@ -94,7 +123,24 @@ impl Recorder {
     /// A sent request ended, `us` after it was due.
     pub fn done(&mut self, us: u64, outcome: &Outcome) {
         self.outstanding = self.outstanding.saturating_sub(1);
+        match outcome {
+            Outcome::Timeout => self.total_timed_out += 1,
+            Outcome::Error { kind, .. } => *self.errors_by_kind.entry(kind.clone()).or_default() += 1,
+            Outcome::Ok => {}
+        }
         self.finish(us, outcome);
+    }
+
+    /// The run is over and its margin past the timeout has passed: what is
+    /// still outstanding will never be answered. Counted apart, because a
+    /// core must never leave a request it accepted unanswered; and as a
+    /// timeout in the verdicts.
+    pub fn give_up_outstanding(&mut self) {
+        while self.outstanding > 0 {
+            self.outstanding -= 1;
+            self.total_unanswered += 1;
+            self.finish(0, &Outcome::Timeout);
+        }
     }
 
     fn finish(&mut self, us: u64, outcome: &Outcome) {
@@ -103,7 +149,7 @@ impl Recorder {
         match outcome {
             Outcome::Ok => self.total_ok += 1,
             Outcome::Timeout => self.total_timeouts += 1,
-            Outcome::Error(why) => {
+            Outcome::Error { why, .. } => {
                 self.total_errors += 1;
                 if self.first_error.is_none() {
                     self.first_error = Some(why.clone());
@@ -146,7 +192,7 @@ mod tests {
                 g.sent();
             }
             g.done(100, &Outcome::Ok);
-            g.done(200, &Outcome::Error("bad".into()));
+            g.done(200, &Outcome::error("CRASHED", "bad"));
             g.dropped();
         }
         let tick = r.lock().take_tick();
@@ -159,5 +205,25 @@ mod tests {
         assert_eq!(g.sample.ok, 1);
         assert_eq!((g.total_ok, g.total_errors, g.total_timeouts), (1, 1, 1));
         assert_eq!(g.first_error.as_deref(), Some("bad"));
+        assert_eq!((g.total_sent, g.total_not_sent, g.total_timed_out), (3, 1, 0));
+        assert_eq!(g.errors_by_kind.get("CRASHED"), Some(&1));
+    }
+
+    #[test]
+    fn every_request_is_accounted_for() {
+        let mut g = Recorder::default();
+        for _ in 0..5 {
+            g.sent();
+        }
+        g.dropped();
+        g.done(1, &Outcome::Ok);
+        g.done(1, &Outcome::Timeout);
+        g.done(1, &Outcome::error("NO_SERVICE", "x"));
+        assert_eq!(g.outstanding, 2);
+        g.give_up_outstanding();
+        assert_eq!(g.outstanding, 0);
+        assert_eq!(g.total_unanswered, 2);
+        assert_eq!(g.total_sent, g.total_ok + g.total_errors + g.total_timed_out + g.total_unanswered);
+        assert_eq!(g.total_timeouts, g.total_timed_out + g.total_not_sent + g.total_unanswered);
     }
 }

@@ -117,7 +117,7 @@ impl Connection {
                 _ if status == Status::NoService && Instant::now() < until => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Outcome::Error(why) => bail!("a first request to {} failed: {why}", spec.name),
+                Outcome::Error { why, .. } => bail!("a first request to {} failed: {why}", spec.name),
                 Outcome::Timeout => bail!("a first request to {} timed out: {}", spec.name, excerpt(&body)),
             }
         }
@@ -313,7 +313,7 @@ async fn read_loop(
     {
         let mut g = rec.lock();
         for origin in lost {
-            g.done(origin.elapsed().as_micros() as u64, &Outcome::Error(closed_why.clone()));
+            g.done(origin.elapsed().as_micros() as u64, &Outcome::error("connection", closed_why.clone()));
         }
     }
     out.closed.set(true);

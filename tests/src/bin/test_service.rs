@@ -9,7 +9,9 @@
 //! - `TS_PATTERNS`: comma-separated patterns to subscribe (default `*`);
 //! - `TS_TAG`: a label put in every answer (default: the prefix);
 //! - `TS_WINDOW`: the window asked for (default 1);
-//! - `TS_START_DELAY_MS`: wait before connecting (a late subscriber).
+//! - `TS_START_DELAY_MS`: wait before connecting (a late subscriber);
+//! - `TS_HANG_AFTER`: in any mode, answer that many requests per instance,
+//!   then hang in the next one (keeping the connection open).
 //!
 //! A request body can also ask, in any mode: `sleep:N` (sleep N ms first),
 //! `crash` (die by SIGKILL mid-request), `fail` (handler error), `panic`.
@@ -31,6 +33,7 @@ struct Conf {
     tag: String,
     sleep_ms: u64,
     forward_to: String,
+    hang_after: Option<u64>,
 }
 
 fn var(key: &str, default: &str) -> String {
@@ -48,6 +51,7 @@ fn main() {
         tag: var("TS_TAG", &prefix),
         sleep_ms: num("TS_SLEEP_MS", 0),
         forward_to: var("TS_FORWARD_TO", ""),
+        hang_after: var("TS_HANG_AFTER", "").parse().ok(),
     };
     match conf.mode.as_str() {
         "exit" => {
@@ -107,6 +111,9 @@ fn serve(thread: u32, window: u32, patterns: &[String], conf: Conf) -> cumulo::R
 
 fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> HandlerResult {
     let n = next_seq();
+    if conf.hang_after.is_some_and(|h| n > h) {
+        hang();
+    }
     let body = req.request;
     if let Some(ms) = std::str::from_utf8(body)
         .ok()
@@ -128,9 +135,7 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
     }
     match conf.mode.as_str() {
         "sleep" => std::thread::sleep(Duration::from_millis(conf.sleep_ms)),
-        "hang" => loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        },
+        "hang" => hang(),
         "error" => return Err(format!("{} always fails", conf.tag).into()),
         "forward" => {
             std::thread::sleep(Duration::from_millis(conf.sleep_ms));
@@ -161,6 +166,13 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
         ("seq", n.to_string()),
     ]);
     Ok(Answer::with_info(info, body))
+}
+
+/// Stops answering but keeps the connection: a handler stuck forever.
+fn hang() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
 }
 
 thread_local! {

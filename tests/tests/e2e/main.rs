@@ -5,6 +5,7 @@
 mod cli;
 mod counts;
 mod crash;
+mod faults;
 mod forward;
 mod handshake;
 mod keepalive;

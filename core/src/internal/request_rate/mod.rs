@@ -71,7 +71,7 @@ async fn wait_for_service(api: &InternalApi, s: &Settings) {
             Outcome::Ok => return,
             failed if tries == 0 => {
                 let why = match failed {
-                    Outcome::Error(why) => why,
+                    Outcome::Error { why, .. } => why,
                     _ => "no answer in time".to_string(),
                 };
                 tracing::error!(service = %s.spec.name, "request_rate: a first request failed ({why}); retrying every second before starting");
