@@ -146,7 +146,7 @@ async fn shutdown_signal() -> &'static str {
 }
 
 /// Fires request timeouts: each expired request gets its TIMEOUT response.
-async fn timer_loop(core: Shared) {
+pub(crate) async fn timer_loop(core: Shared) {
     loop {
         let next = poll_fn(|cx| match core.borrow_mut().timers.poll_expired(cx) {
             Poll::Ready(Some(e)) => Poll::Ready(Some(e.into_inner())),

@@ -104,7 +104,10 @@ async fn write_error<W: AsyncWrite + Unpin>(wr: &mut W, status: Status, message:
     let _ = tokio::time::timeout(CLOSE_GRACE, wr.write_all(&out)).await;
 }
 
-async fn connection<R, W>(core: Shared, mut rd: R, mut wr: W)
+/// Serves one instance connection from handshake to close. Any byte
+/// stream will do: the listeners pass sockets, the fuzz targets in-memory
+/// streams.
+pub async fn connection<R, W>(core: Shared, mut rd: R, mut wr: W)
 where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,
