@@ -27,6 +27,8 @@ pub fn small_limits() -> Limits {
         node_id: 1,
         max_frame: 64 * 1024,
         max_outbox: 1024 * 1024,
+        max_parked: 64,
+        hello_timeout: Duration::from_secs(10),
         keepalive: Duration::from_secs(5),
         max_connections: 16,
         allow_unmanaged: true,

@@ -8,6 +8,7 @@ mod crash;
 mod forward;
 mod handshake;
 mod keepalive;
+mod limits;
 mod malformed;
 mod mcast;
 mod no_service;
