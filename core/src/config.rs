@@ -17,6 +17,13 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 4096;
 /// Default cap on bytes waiting to be written to one connection: a reader that
 /// falls this far behind is a slow consumer and is disconnected (64 MiB).
 pub const DEFAULT_MAX_OUTBOX: u32 = 64 * 1024 * 1024;
+/// Default time a new connection has to send HELLO, ms: a client that
+/// connects and never speaks holds a descriptor no longer than this.
+pub const DEFAULT_HELLO_TIMEOUT_MS: u32 = 10_000;
+/// Default cap on requests waiting for a subscriber (WAIT_FOR_SERVICE),
+/// core-wide: each holds its payload until its timeout, so without a cap a
+/// sender could make the core hold any amount of memory.
+pub const DEFAULT_MAX_PARKED: u32 = 10_000;
 /// Default keep-alive interval, ms.
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.
@@ -69,6 +76,8 @@ pub struct CoreConfig {
     pub max_frame: u32,
     pub max_connections: u32,
     pub max_outbox: u32,
+    pub max_parked: u32,
+    pub hello_timeout: u32,
     pub keepalive: u32,
     pub allow_unmanaged: bool,
     /// Options applied to unmanaged instances (tools, tests, benchmarks).
@@ -85,6 +94,8 @@ impl Default for CoreConfig {
             max_frame: DEFAULT_MAX_FRAME,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_outbox: DEFAULT_MAX_OUTBOX,
+            max_parked: DEFAULT_MAX_PARKED,
+            hello_timeout: DEFAULT_HELLO_TIMEOUT_MS,
             keepalive: DEFAULT_KEEPALIVE_MS,
             allow_unmanaged: true,
             unmanaged: ServiceOptions::default(),
@@ -299,6 +310,9 @@ impl Config {
         }
         if c.max_outbox < c.max_frame {
             return err("core.max_outbox", "must be at least core.max_frame");
+        }
+        if c.hello_timeout < 100 {
+            return err("core.hello_timeout", "must be at least 100 ms");
         }
         validate_options("core.unmanaged", &c.unmanaged)?;
         validate_admin(&self.admin)?;

@@ -39,11 +39,14 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         node_id: cfg.core.node_id,
         max_frame: cfg.core.max_frame,
         max_outbox: cfg.core.max_outbox as usize,
+        max_parked: cfg.core.max_parked as usize,
+        hello_timeout: Duration::from_millis(cfg.core.hello_timeout as u64),
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,
         allow_unmanaged: cfg.core.allow_unmanaged,
     };
     let core: Shared = Rc::new(RefCell::new(Core::new(limits, cfg.core.unmanaged.clone())));
+    raise_open_files_limit(cfg.core.max_connections);
 
     // Every listener is bound before any service starts: a socket in use is
     // one clear error, not a half-started core.
@@ -118,6 +121,26 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every connection is a descriptor: the soft limit on open files (often
+/// 1024) is raised as far as the hard limit allows, and the figure logged,
+/// with a warning when `max_connections` cannot be reached under it. When
+/// descriptors run out anyway, the accept loops back off (listener.rs).
+fn raise_open_files_limit(max_connections: u32) {
+    let before = rlimit::Resource::NOFILE.get().map(|(soft, _)| soft).unwrap_or(0);
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(now) if now > before => tracing::info!("open files limit raised from {before} to {now}"),
+        Ok(now) => tracing::info!("open files limit: {now}"),
+        Err(e) => tracing::warn!("cannot read or raise the open files limit: {e}"),
+    }
+    let now = rlimit::Resource::NOFILE.get().map(|(soft, _)| soft).unwrap_or(0);
+    if now < max_connections as u64 + 32 {
+        tracing::warn!(
+            "open files limit {now} is below core.max_connections ({max_connections}) plus the core's own files: \
+             connections past it wait in the listen queue until others close (raise ulimit -n)"
+        );
+    }
+}
+
 /// Polls the state until `done` holds or `limit` passes (shutdown only).
 async fn wait_until(core: &Shared, done: impl Fn(&Core) -> bool, limit: Duration) {
     let end = Instant::now() + limit;
@@ -146,7 +169,7 @@ async fn shutdown_signal() -> &'static str {
 }
 
 /// Fires request timeouts: each expired request gets its TIMEOUT response.
-async fn timer_loop(core: Shared) {
+pub(crate) async fn timer_loop(core: Shared) {
     loop {
         let next = poll_fn(|cx| match core.borrow_mut().timers.poll_expired(cx) {
             Poll::Ready(Some(e)) => Poll::Ready(Some(e.into_inner())),

@@ -118,6 +118,11 @@ impl Outbox {
         self.buf.borrow().len()
     }
 
+    /// Takes what is buffered without a writer task (tests and fuzzing).
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.buf.borrow_mut())
+    }
+
     /// Waits for frames; swaps them into `into`. Returns false once closed
     /// and drained.
     pub async fn next_batch(&self, into: &mut Vec<u8>) -> bool {

@@ -12,6 +12,7 @@
 //! - `admin`: the HTTP/JSON admin API and `/metrics`;
 //! - `cli`: the client commands that talk to the admin API;
 //! - `loadgen`: the load generator (`cumulo bench`, the request_rate service);
+//! - `fuzzing`: the socket and HTTP paths over in-memory streams, for `fuzz/`;
 //! - `daemon`: wires the parts together and runs the event loop.
 #![deny(unsafe_code)]
 
@@ -20,6 +21,8 @@ pub mod cli;
 pub mod cloudi;
 pub mod config;
 pub mod daemon;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod instance;
 pub mod internal;
 pub mod listener;

@@ -13,9 +13,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 
-/// Time a new connection has to send HELLO: a client that connects and never
-/// speaks holds a descriptor for no longer than this.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes read per system call at most; also the initial buffer size.
 const READ_CHUNK: usize = 64 * 1024;
 /// How long buffered frames (an ERROR, say) may take to leave once the core
@@ -104,19 +101,23 @@ async fn write_error<W: AsyncWrite + Unpin>(wr: &mut W, status: Status, message:
     let _ = tokio::time::timeout(CLOSE_GRACE, wr.write_all(&out)).await;
 }
 
-async fn connection<R, W>(core: Shared, mut rd: R, mut wr: W)
+/// Serves one instance connection from handshake to close. Any byte
+/// stream will do: the listeners pass sockets, the fuzz targets in-memory
+/// streams.
+pub async fn connection<R, W>(core: Shared, mut rd: R, mut wr: W)
 where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,
 {
-    let (max_frame, max_outbox) = {
+    let (max_frame, max_outbox, hello_timeout) = {
         let c = core.borrow();
-        (c.limits.max_frame, c.limits.max_outbox)
+        (c.limits.max_frame, c.limits.max_outbox, c.limits.hello_timeout)
     };
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
 
-    // Handshake: the first frame must be HELLO, within the handshake timeout.
-    let hello = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+    // Handshake: the first frame must be HELLO, within core.hello_timeout: a
+    // client that connects and never speaks holds a descriptor no longer.
+    let hello = tokio::time::timeout(hello_timeout, async {
         loop {
             match next_frame_len(&rb.buf, max_frame) {
                 Ok(Some(total)) => return Ok(total),
@@ -134,7 +135,8 @@ where
         Ok(Err(None)) => return, // closed before speaking
         Ok(Err(Some(e))) => return write_error(&mut wr, e.status(), &e.to_string()).await,
         Err(_) => {
-            return write_error(&mut wr, Status::Protocol, "no HELLO within 10 s of connecting").await;
+            let msg = format!("no HELLO within {} ms of connecting (core.hello_timeout)", hello_timeout.as_millis());
+            return write_error(&mut wr, Status::Protocol, &msg).await;
         }
     };
     let outbox = Outbox::new(max_outbox);

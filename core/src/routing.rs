@@ -244,6 +244,20 @@ impl Core {
         let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
+                if self.parked.len() >= self.limits.max_parked {
+                    // Entries that timed out stay until the keep-alive round
+                    // sweeps them: sweep now before refusing.
+                    let inflight = &self.inflight;
+                    self.parked.retain(|q| inflight.contains_key(&q.trans_id));
+                }
+                if self.parked.len() >= self.limits.max_parked {
+                    self.stats.queue_full += 1;
+                    let msg = format!(
+                        "no service subscribes '{}' yet, and {} requests already wait for one (core.max_parked)",
+                        r.name, self.limits.max_parked
+                    );
+                    return self.fail(r, rerouted, Status::QueueFull, msg);
+                }
                 if !rerouted {
                     let timer = self.arm_timer(r.trans_id, r.deadline);
                     let accepted = accepted_at(r.deadline, timeout_ms);

@@ -24,6 +24,10 @@ pub struct Limits {
     pub node_id: u32,
     pub max_frame: u32,
     pub max_outbox: usize,
+    /// Requests waiting for a subscriber, core-wide, at most.
+    pub max_parked: usize,
+    /// Time a new connection has to send HELLO.
+    pub hello_timeout: Duration,
     pub keepalive: Duration,
     pub max_connections: u32,
     pub allow_unmanaged: bool,

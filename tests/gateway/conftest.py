@@ -25,6 +25,7 @@ PROBE = Path(__file__).resolve().parent / "services" / "probe.py"
 # The main gateway's limits, short so that the tests stay fast.
 TIMEOUT_MS = 1000
 HEADER_TIMEOUT_MS = 1000
+BODY_TIMEOUT_MS = 1000
 MAX_BODY = 64 * 1024
 MAX_HEADER_SIZE = 128 * 1024  # room for a path longer than a service name may be
 SMALL_MAX_CONNECTIONS = 3
@@ -131,6 +132,7 @@ internal = "http"
 port = {port}
 timeout_ms = {TIMEOUT_MS}
 header_timeout_ms = {HEADER_TIMEOUT_MS}
+body_timeout_ms = {BODY_TIMEOUT_MS}
 max_body = {MAX_BODY}
 max_header_size = {MAX_HEADER_SIZE}
 

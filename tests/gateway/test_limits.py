@@ -3,10 +3,12 @@ and the gateway keeps serving after each refusal."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import MAX_BODY, MAX_HEADER_SIZE, SMALL_MAX_CONNECTIONS, TIMEOUT_MS
+from conftest import BODY_TIMEOUT_MS, MAX_BODY, MAX_HEADER_SIZE, SMALL_MAX_CONNECTIONS, TIMEOUT_MS
 from gateway_client import connect, raw_exchange, request
 
 
@@ -114,3 +116,96 @@ def test_connections_over_max_connections_are_refused(cloud):
             pass
         assert time.monotonic() < deadline, "the small gateway did not recover"
         time.sleep(0.05)
+
+
+def test_body_that_never_arrives_is_408_after_body_timeout_ms(cloud):
+    head = b"POST /echo/stalled HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n"
+    started = time.monotonic()
+    r = raw_exchange(cloud.port, head + b"only ten b")
+    elapsed = time.monotonic() - started
+    assert r.status == 408
+    assert b"body_timeout_ms" in r.body
+    assert r.header("connection") == "close"
+    assert BODY_TIMEOUT_MS / 1000 - 0.1 <= elapsed < BODY_TIMEOUT_MS / 1000 + 2
+    still_serving(cloud.port)
+
+
+def _drain(s: socket.socket) -> bytes:
+    """Reads until the gateway closes the connection (or resets it)."""
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except OSError:
+        pass
+    return data
+
+
+def _attack(port: int, kind: str) -> bytes:
+    """One abusive connection; returns what the gateway answered."""
+    with connect(port, timeout=15) as s:
+        try:
+            if kind == "garbage":
+                s.sendall(b"\x00\xff NOT HTTP AT ALL \r\n\r\n")
+            elif kind == "huge head":
+                s.sendall(b"GET /echo/x HTTP/1.1\r\nX-Big: " + b"z" * (MAX_HEADER_SIZE + 1024) + b"\r\n\r\n")
+            elif kind == "huge body":
+                s.sendall(b"POST /echo/x HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY * 10))
+            elif kind == "stalled body":
+                s.sendall(b"POST /echo/x HTTP/1.1\r\nHost: t\r\nContent-Length: 50\r\n\r\nabc")
+            elif kind == "slowloris":
+                for byte in b"GET /echo/x HTTP/1.1\r\nHost: t\r\nX-Slow: 1234567890\r\n\r\n":
+                    try:
+                        s.sendall(bytes([byte]))
+                    except OSError:
+                        break  # cut off by the header timeout
+                    time.sleep(0.1)
+        except OSError:
+            pass  # the gateway answered and closed before all was sent
+        return _drain(s)
+
+
+def test_attacks_do_not_stop_a_well_behaved_client(cloud):
+    """Garbage, oversized heads and bodies, a stalled body and a slowloris
+    head, over and over on other connections, while one client's requests
+    are each answered correctly within 2 s. Each attack ends in an HTTP
+    error or the gateway closing the connection, within its timeouts."""
+    kinds = ["garbage", "huge head", "huge body", "stalled body", "slowloris"]
+    # What each attack may get: its error status, or (when the gateway cut
+    # it off, or reset it with bytes unread) nothing.
+    expected = {"garbage": b"HTTP/1.1 400", "huge head": b"HTTP/1.1 431", "huge body": b"HTTP/1.1 413",
+                "stalled body": b"HTTP/1.1 408", "slowloris": None}
+    stop = threading.Event()
+    outcomes: list = []
+
+    def attacker(kind: str) -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            answer = _attack(cloud.port, kind)
+            outcomes.append((kind, answer[:12], time.monotonic() - started))
+
+    threads = [threading.Thread(target=attacker, args=(k,)) for k in kinds]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.3)  # let every attack get going
+        for i in range(40):
+            started = time.monotonic()
+            r = request(cloud.port, "GET", "/tests/http_req/rust.xml?value=%d" % i, timeout=5)
+            assert (r.status, r.body) == (200, b"<http_test><value>%d</value></http_test>" % i)
+            assert time.monotonic() - started < 2.0
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=20)
+    assert not any(t.is_alive() for t in threads), "an attack connection was never ended by the gateway"
+    for kind in kinds:
+        mine = [o for o in outcomes if o[0] == kind]
+        assert mine, kind
+        for _, answer, took in mine:
+            if kind in ("slowloris", "huge head"):
+                assert answer == b"" or (expected[kind] and answer.startswith(expected[kind])), (kind, answer)
+            else:
+                assert answer.startswith(expected[kind]), (kind, answer)
+            assert took < 10, (kind, took)

@@ -117,6 +117,8 @@ impl Service {
 /// added by the harness.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
+    /// RLIMIT_NOFILE (soft and hard) to run the core under, if set.
+    pub open_files: Option<u64>,
     core: Vec<String>,
     unmanaged: Vec<String>,
     admin: Vec<String>,
@@ -143,6 +145,13 @@ impl Config {
     /// A key of `[admin]`, the value as TOML.
     pub fn admin(mut self, key: &str, value: impl Display) -> Config {
         self.admin.push(format!("{key} = {value}"));
+        self
+    }
+
+    /// Runs the core with at most `n` open files (soft and hard limit, so
+    /// the core cannot raise it).
+    pub fn open_files(mut self, n: u64) -> Config {
+        self.open_files = Some(n);
         self
     }
 

@@ -122,7 +122,25 @@ impl Core {
         let log_path = dir.0.join("core.log");
         std::fs::write(&config_path, cfg.render(socket.to_str().unwrap())).unwrap();
         let log = File::create(&log_path).unwrap();
-        let child = cumulo_cmd()
+        let mut cmd = cumulo_cmd();
+        if let Some(n) = cfg.open_files {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs
+            // between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd
             .arg("run")
             .arg("--config")
             .arg(&config_path)

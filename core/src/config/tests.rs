@@ -26,6 +26,7 @@ fn defaults_and_a_full_service() {
     assert_eq!(s.options().dest_refresh, DestRefresh::LazyRandom);
     assert_eq!(s.options().timeout_sync, 5000);
     assert_eq!(cfg.core.max_frame, DEFAULT_MAX_FRAME);
+    assert_eq!((cfg.core.hello_timeout, cfg.core.max_parked), (10_000, 10_000));
 }
 
 #[test]
@@ -38,6 +39,7 @@ fn errors_name_the_file_field_and_reason() {
         ("[[service]]\nprefix = \"/a/\"\npath = \"x\"\ncolour = 1", "", "unknown field `colour`"),
         ("[[service]]\nprefix = \"/a/\"\npath = \"x\"\ndest_refresh = \"sometimes\"", "", "unknown variant"),
         ("[core]\nmax_frame = 10", "core.max_frame", "at least 1024"),
+        ("[core]\nhello_timeout = 5", "core.hello_timeout", "at least 100 ms"),
         ("[[service]]\nprefix = \"/a/**/\"\npath = \"x\"", "prefix", "two wildcards"),
     ];
     for (text, field, reason) in cases {

@@ -9,6 +9,9 @@ mod http;
 mod request_rate;
 
 pub use api::InternalApi;
+/// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
+#[doc(hidden)]
+pub use http::fuzzing as http_fuzzing;
 
 use std::future::Future;
 use std::pin::Pin;

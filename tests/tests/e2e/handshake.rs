@@ -1,5 +1,6 @@
-//! A connection that never sends HELLO is closed after the core's 10 s
-//! handshake timeout, with an ERROR saying why.
+//! The handshake: a connection that never sends HELLO is closed after
+//! `core.hello_timeout` with an ERROR saying why; WELCOME carries the
+//! instance's settings; limits on who may connect.
 
 use cumulo_e2e::raw::Raw;
 use cumulo_e2e::*;
@@ -8,28 +9,39 @@ use std::time::{Duration, Instant};
 const PROTOCOL: u16 = 12;
 
 #[test]
-fn silent_and_half_spoken_connections_are_closed_after_10_s() {
-    let core =
-        Core::start(Config::new().service(Service::internal("/echo/", "echo").probe("/echo/x")));
+fn silent_and_half_spoken_connections_are_closed_after_hello_timeout() {
+    let core = Core::start(
+        Config::new()
+            .core("hello_timeout", 1500)
+            .service(Service::internal("/echo/", "echo").probe("/echo/x")),
+    );
     let t = Instant::now();
     let mut silent = Raw::connect(&core.socket);
     let mut partial = Raw::connect(&core.socket);
     partial.write(&[9, 0]); // half a length prefix
     let mut api = core.client();
     // Meanwhile the core serves others.
-    std::thread::sleep(ms(2000));
     assert!(api.send_sync("/echo/x", b"", b"", opts(5000)).is_ok());
     for c in [&mut silent, &mut partial] {
-        let (status, msg) = c.expect_error(Duration::from_secs(15));
+        let (status, msg) = c.expect_error(Duration::from_secs(10));
         let took = t.elapsed();
         assert_eq!(status, PROTOCOL, "{msg}");
-        assert!(
-            took >= ms(9500) && took < ms(12_000),
-            "closed after {took:?}"
-        );
+        assert!(msg.contains("hello_timeout"), "{msg}");
+        assert!(took >= ms(1400) && took < ms(5000), "closed after {took:?}");
         c.expect_closed(Duration::from_secs(3));
     }
     assert!(api.send_sync("/echo/x", b"", b"", opts(5000)).is_ok());
+}
+
+#[test]
+fn the_default_hello_timeout_is_10_s() {
+    let core = Core::start(Config::new());
+    let t = Instant::now();
+    let mut silent = Raw::connect(&core.socket);
+    let (status, msg) = silent.expect_error(Duration::from_secs(20));
+    assert_eq!(status, PROTOCOL, "{msg}");
+    assert!(msg.contains("10000 ms"), "{msg}");
+    assert!(t.elapsed() >= ms(9500), "closed after {:?}", t.elapsed());
 }
 
 #[test]

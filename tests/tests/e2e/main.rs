@@ -9,6 +9,7 @@ mod faults;
 mod forward;
 mod handshake;
 mod keepalive;
+mod limits;
 mod malformed;
 mod mcast;
 mod no_service;

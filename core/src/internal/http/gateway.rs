@@ -32,6 +32,7 @@ pub struct Gateway {
     headers: HeaderFilter,
     query_format: QueryFormat,
     max_body: usize,
+    body_timeout: Duration,
     send: SendOptions,
     log: Option<Rc<AccessLog>>,
     pub counts: Counts,
@@ -68,6 +69,7 @@ impl Gateway {
             headers: s.headers.clone(),
             query_format: s.query_format,
             max_body: s.max_body,
+            body_timeout: Duration::from_millis(s.body_timeout_ms),
             send: SendOptions { timeout_ms: s.timeout_ms, priority: 0, wait_for_service: false },
             log,
             counts: Counts::default(),
@@ -111,12 +113,20 @@ impl Gateway {
         if body.size_hint().lower() > self.max_body as u64 {
             return Err(too_large()); // known from Content-Length: refuse before reading
         }
-        match Limited::new(body, self.max_body).collect().await {
-            Ok(collected) => Ok(collected.to_bytes()),
-            Err(e) if e.is::<LengthLimitError>() => Err(too_large()),
-            Err(e) => {
+        // A client that sends its head and then trickles (or never sends)
+        // the body would otherwise hold the connection forever: the header
+        // timeout ends with the head.
+        let read = tokio::time::timeout(self.body_timeout, Limited::new(body, self.max_body).collect());
+        match read.await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.is::<LengthLimitError>() => Err(too_large()),
+            Ok(Err(e)) => {
                 Err(plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: cannot read the body: {e}\n")))
             }
+            Err(_) => Err(plain_and_close(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("request timeout: the body did not arrive within body_timeout_ms ({} ms)\n", self.body_timeout.as_millis()),
+            )),
         }
     }
 

@@ -10,7 +10,6 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::cell::Cell;
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
@@ -54,7 +53,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                 let _ = stream.set_nodelay(true);
                 open.set(open.get() + 1);
                 let conn = Connection { gateway: gateway.clone(), http: http.clone(), open: open.clone() };
-                tokio::task::spawn_local(conn.serve(stream, remote, stopping.clone()));
+                tokio::task::spawn_local(conn.serve(stream, remote.to_string(), stopping.clone()));
             }
             Err(e) => {
                 accept_errors.warn(|n| {
@@ -66,7 +65,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     }
 }
 
-fn builder(s: &Settings) -> http1::Builder {
+pub(super) fn builder(s: &Settings) -> http1::Builder {
     let mut b = http1::Builder::new();
     b.timer(TokioTimer::new())
         // Bounds both a slow request head (slowloris) and an idle
@@ -87,16 +86,23 @@ fn refuse(stream: TcpStream, gateway: &Gateway) {
     n.set(n.get() + 1);
 }
 
-struct Connection {
-    gateway: Rc<Gateway>,
-    http: http1::Builder,
-    open: Rc<Cell<usize>>,
+pub(super) struct Connection {
+    pub gateway: Rc<Gateway>,
+    pub http: http1::Builder,
+    /// Open connections, decremented when this one is dropped.
+    pub open: Rc<Cell<usize>>,
 }
 
 impl Connection {
-    async fn serve(self, stream: TcpStream, remote: SocketAddr, stopping: CancellationToken) {
+    /// Serves one connection until it ends. Any byte stream will do (the
+    /// fuzz targets use an in-memory one); `remote` is the client's
+    /// `ip:port`, as services see it in `remote_addr`.
+    pub async fn serve<S>(self, stream: S, remote: String, stopping: CancellationToken)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    {
         let gateway = self.gateway.clone();
-        let client: Rc<str> = Rc::from(remote.to_string());
+        let client: Rc<str> = Rc::from(remote.as_str());
         let service = service_fn(move |req| {
             let (gateway, client) = (gateway.clone(), client.clone());
             async move { Ok::<_, Infallible>(gateway.handle(req, &client).await) }

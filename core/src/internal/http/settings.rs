@@ -50,6 +50,7 @@ pub struct Settings {
     pub max_headers: usize,
     pub max_header_size: usize,
     pub header_timeout_ms: u64,
+    pub body_timeout_ms: u64,
     pub keepalive: bool,
     pub headers: HeaderFilter,
     pub access_log: AccessLogTarget,
@@ -74,6 +75,7 @@ impl Default for Settings {
             max_headers: HYPER_DEFAULT_MAX_HEADERS,
             max_header_size: 64 * 1024,
             header_timeout_ms: 5_000,
+            body_timeout_ms: 30_000,
             keepalive: true,
             headers: HeaderFilter::All,
             access_log: AccessLogTarget::Off,
@@ -94,6 +96,7 @@ const KNOWN: &[&str] = &[
     "max_headers",
     "max_header_size",
     "header_timeout_ms",
+    "body_timeout_ms",
     "keepalive",
     "headers",
     "access_log",
@@ -118,6 +121,7 @@ impl Settings {
             max_headers: integer(table, "max_headers", d.max_headers as i64, 1, 10_000)? as usize,
             max_header_size: integer(table, "max_header_size", d.max_header_size as i64, 1024, 256 * 1024)? as usize,
             header_timeout_ms: integer(table, "header_timeout_ms", d.header_timeout_ms as i64, 10, 3_600_000)? as u64,
+            body_timeout_ms: integer(table, "body_timeout_ms", d.body_timeout_ms as i64, 10, 3_600_000)? as u64,
             keepalive: boolean(table, "keepalive", d.keepalive)?,
             headers: header_filter(table)?,
             access_log: access_log(table)?,
@@ -201,6 +205,7 @@ mod tests {
         let s = parse("").unwrap();
         assert_eq!((s.address.as_str(), s.port, s.timeout_ms), ("127.0.0.1", 8080, 5000));
         assert_eq!((s.max_body, s.max_connections, s.header_timeout_ms), (1 << 20, 10_000, 5000));
+        assert_eq!(s.body_timeout_ms, 30_000);
         assert!(s.method_suffix && s.keepalive && !s.allow_remote);
         assert_eq!(s.headers, HeaderFilter::All);
         assert_eq!(s.access_log, AccessLogTarget::Off);

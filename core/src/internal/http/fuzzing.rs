@@ -1,0 +1,79 @@
+//! The gateway's request handling reachable without a TCP socket, for the
+//! fuzz targets in `fuzz/` and their regression tests: the mapping of an
+//! HTTP request to a service request, the mapping of a service's answer to
+//! an HTTP response, and a whole connection served over any byte stream.
+
+use super::gateway::Gateway;
+use super::names::NameMapping;
+use super::request::{query_request, request_info, takes_query};
+use super::response::from_service;
+use super::server::{builder, Connection};
+use super::settings::Settings;
+use crate::instance::Response;
+use crate::internal::InternalApi;
+use crate::state::Shared;
+use cumulo_proto::{Status, TransId};
+use std::cell::Cell;
+use std::rc::Rc;
+use tokio_util::sync::CancellationToken;
+
+/// What the gateway would send for one HTTP request.
+#[derive(Debug)]
+pub struct Mapped {
+    pub name: String,
+    pub request_info: Vec<u8>,
+    /// The request of a query-style method (`None` for a body-style one:
+    /// its request is the body as sent), or why the query is refused (400).
+    pub query_request: Option<Result<Vec<u8>, String>>,
+}
+
+/// Maps a request line and headers as the gateway does, or says why hyper
+/// would not have accepted them as a request in the first place.
+pub fn map_request(
+    settings: &toml::Table,
+    method: &[u8],
+    uri: &[u8],
+    headers: &[(&[u8], &[u8])],
+) -> Result<Mapped, String> {
+    let s = Settings::from_settings(settings)?;
+    let mut b = hyper::Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let (parts, ()) = b.body(()).map_err(|e| e.to_string())?.into_parts();
+    let names = NameMapping { name_prefix: s.name_prefix.clone(), method_suffix: s.method_suffix };
+    Ok(Mapped {
+        name: names.service_name(&parts.method, parts.uri.path()),
+        request_info: request_info(&parts, "127.0.0.1:1", &s.headers),
+        query_request: takes_query(&parts.method).then(|| query_request(parts.uri.query().unwrap_or(""), s.query_format)),
+    })
+}
+
+/// The HTTP status and headers the gateway answers with, for a service's
+/// answer of `status` with `response_info` and `body`.
+pub fn map_response(status: u16, response_info: &[u8], body: &[u8]) -> (u16, Vec<(String, Vec<u8>)>) {
+    let answer = Response {
+        trans_id: TransId::default(),
+        status: Status::from_code(status),
+        response_info: response_info.to_vec(),
+        response: body.to_vec(),
+    };
+    let r = from_service(answer, "/fuzz/get");
+    let headers = r.headers().iter().map(|(k, v)| (k.as_str().to_string(), v.as_bytes().to_vec())).collect();
+    (r.status().as_u16(), headers)
+}
+
+/// Serves one HTTP connection over `stream` with a gateway of `settings`
+/// registered in `core` under `/http/` (an internal instance), until the
+/// connection ends. Call inside a `LocalSet`.
+pub async fn serve_connection<S>(core: &Shared, settings: &toml::Table, stream: S) -> Result<(), String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let s = Settings::from_settings(settings)?;
+    let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|(_, m)| m)?;
+    let gateway = Rc::new(Gateway::new(api, &s, None));
+    let conn = Connection { gateway, http: builder(&s), open: Rc::new(Cell::new(1)) };
+    conn.serve(stream, "127.0.0.1:1".into(), CancellationToken::new()).await;
+    Ok(())
+}
