@@ -78,6 +78,16 @@ HTTP = [
 ]
 
 
+# Messages a CloudI API writes (as erlang_py encodes them): send_sync,
+# recv_async, shutdown, polling.
+CLOUDI_TERMS = [
+    "836806730973656e645f73796e636b0003612f626d000000046b0076006d0000000372657162000013886100",
+    "836804730a726563765f6173796e636e0400ffffffff6d0000001000000000000000000000000000000000770474727565",
+    "836802730873687574646f776e6a",
+    "837307706f6c6c696e67",
+]
+
+
 def seeds_by_target() -> dict[str, list[bytes]]:
     vecs = vectors()
     frames = [bytes.fromhex(v["hex"]) for fam, vs in vecs.items() if fam != "kv" for v in vs]
@@ -86,6 +96,7 @@ def seeds_by_target() -> dict[str, list[bytes]]:
         "kv": [bytes.fromhex(v["hex"]) for v in vecs["kv"]],
         "core_socket": socket_sessions(vecs),
         "http_session": [b"\x00" + h for h in HTTP] + [b"\x03" + h for h in HTTP],
+        "cloudi_terms": [bytes.fromhex(h) for h in CLOUDI_TERMS],
     }
 
 
