@@ -182,6 +182,7 @@ mod tests {
             timed_out: 3,
             unanswered: 2,
             seconds: 1.0,
+            first_error: Some("CRASHED: gone".into()),
         };
         assert_eq!(
             t.accounting(),
