@@ -1,11 +1,14 @@
 /* The http_req example service (docs/SDK_GUIDE.md): subscribes c.xml/get and
  * answers <http_test><value>N</value></http_test> for an integer "value" in
  * the key/value request body, or an error element otherwise. Runs
- * CUMULO_THREAD_COUNT instances, one per thread. */
+ * CUMULO_THREAD_COUNT instances, one per thread. HTTP_REQ_WINDOW: requests the
+ * core may deliver to each instance at once (default 1); they are answered in
+ * turn, but read and written in batches. */
 #include "cumulo.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char CONTENT_TYPE[] = "content-type\0text/xml; charset=utf-8\0";
 static const char NO_VALUE[] = "<http_test><error>no value specified</error></http_test>";
@@ -53,7 +56,10 @@ static int setup(cumulo_api *api, void *user_data) {
 }
 
 int main(void) {
-    int rc = cumulo_run(NULL, 0, setup, NULL);
+    cumulo_config config = {0};
+    const char *window = getenv("HTTP_REQ_WINDOW");
+    if (window) config.window = (uint32_t)strtoul(window, NULL, 10);
+    int rc = cumulo_run(&config, 0, setup, NULL);
     if (rc != CUMULO_OK) {
         fprintf(stderr, "http_req: %s\n", cumulo_strerror(rc));
         return 1;
