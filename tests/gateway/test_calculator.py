@@ -61,8 +61,17 @@ def test_get_is_not_an_operation(calculator):
 
 def test_four_workers_share_each_name_in_turn(calculator):
     # 2 processes x 2 threads subscribe every operation; sequential requests
-    # go to each instance in turn (round robin).
-    workers = [request(calculator, "POST", "/calculator/add", body=b'{"args": [1, 2]}').header("x-calculator-worker")
-               for _ in range(8)]
+    # go to each instance in turn (round robin). The fixture waits for the
+    # first answer, not for the last instance to subscribe: first see all four.
+    def worker():
+        return request(calculator, "POST", "/calculator/add", body=b'{"args": [1, 2]}').header("x-calculator-worker")
+
+    seen = set()
+    for _ in range(200):
+        seen.add(worker())
+        if len(seen) == 4:
+            break
+    assert sorted(seen) == ["0.0", "0.1", "1.0", "1.1"], seen
+    workers = [worker() for _ in range(8)]
     assert sorted(set(workers)) == ["0.0", "0.1", "1.0", "1.1"], workers
     assert workers[:4] == workers[4:], workers
