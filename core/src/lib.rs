@@ -27,6 +27,7 @@ pub mod instance;
 pub mod internal;
 pub mod listener;
 pub mod loadgen;
+pub mod log_throttle;
 pub mod metrics;
 mod os;
 pub mod pattern;

@@ -4,6 +4,7 @@
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
 use crate::instance::{Endpoint, Outbox};
+use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
 use crate::state::Shared;
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
@@ -44,18 +45,20 @@ pub fn bind_unix(path: &Path) -> std::io::Result<UnixListener> {
 }
 
 pub async fn serve_unix(core: Shared, listener: UnixListener) {
+    let mut warnings = Throttle::default();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
                 let (rd, wr) = stream.into_split();
                 tokio::task::spawn_local(connection(core.clone(), rd, wr));
             }
-            Err(e) => accept_error(e).await,
+            Err(e) => accept_error(e, &mut warnings).await,
         }
     }
 }
 
 pub async fn serve_tcp(core: Shared, listener: TcpListener) {
+    let mut warnings = Throttle::default();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
@@ -63,14 +66,15 @@ pub async fn serve_tcp(core: Shared, listener: TcpListener) {
                 let (rd, wr) = stream.into_split();
                 tokio::task::spawn_local(connection(core.clone(), rd, wr));
             }
-            Err(e) => accept_error(e).await,
+            Err(e) => accept_error(e, &mut warnings).await,
         }
     }
 }
 
-/// Out of descriptors or similar: say so and back off instead of spinning.
-async fn accept_error(e: std::io::Error) {
-    tracing::warn!("accept failed: {e}; retrying in 100 ms");
+/// Out of descriptors or similar: say so (throttled) and back off instead
+/// of spinning.
+async fn accept_error(e: std::io::Error, warnings: &mut Throttle) {
+    warnings.warn(|n| format!("accept failed {n} times, last: {e} (check ulimit -n against max_connections)"));
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 

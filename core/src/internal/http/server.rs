@@ -11,17 +11,14 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use crate::log_throttle::Throttle;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// Pause after a failed accept (e.g. out of file descriptors): the error
 /// would repeat at once, and a spinning loop would starve the core.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
-/// At most one warning per interval about refused connections or failed
-/// accepts, however many there are: a flood must not become a log flood.
-const WARN_EVERY: Duration = Duration::from_secs(10);
-
 /// Written to a connection over `max_connections` before it is closed.
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
 content-length: 42\r\nconnection: close\r\n\r\nservice unavailable: too many connections\n";
@@ -135,26 +132,6 @@ struct ReportOnStop(Rc<Gateway>);
 impl Drop for ReportOnStop {
     fn drop(&mut self) {
         tracing::info!("http: gateway stopped accepting connections; so far {}", self.0.counts);
-    }
-}
-
-/// Rate-limits one kind of warning, counting what it held back.
-#[derive(Default)]
-struct Throttle {
-    last: Option<Instant>,
-    held_back: u64,
-}
-
-impl Throttle {
-    fn warn(&mut self, message: impl FnOnce(u64) -> String) {
-        self.held_back += 1;
-        let now = Instant::now();
-        if self.last.is_some_and(|t| now.duration_since(t) < WARN_EVERY) {
-            return;
-        }
-        tracing::warn!("{}", message(self.held_back));
-        self.last = Some(now);
-        self.held_back = 0;
     }
 }
 
