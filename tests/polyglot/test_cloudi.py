@@ -128,6 +128,14 @@ def test_cloudi_send_async_and_recv_async(api):
     assert response == value_xml(9)
 
 
+def test_send_async_responses_are_kept_until_their_request_deadline(api):
+    # As in CloudI: an answer not collected with recv_async is dropped once
+    # its request's timeout has passed (so a service that never collects
+    # does not make the core grow).
+    _, response = api.send_sync(CLOUDI + "expire", call(HTTP_REQ_NATIVE, b"value\x009\x00", timeout=300))
+    assert response == b"gone|" + value_xml(9)
+
+
 def test_cloudi_send_sync_times_out_with_the_null_trans_id(api):
     # No subscriber: like CloudI, the send waits for one until its timeout.
     t0 = time.monotonic()

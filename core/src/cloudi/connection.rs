@@ -6,14 +6,17 @@
 //! for it (native frames in its `Outbox`) is turned into CloudI messages.
 //! What CloudI keeps in the core and a native SDK keeps itself lives here:
 //! trans_id generation, the responses of `send_async` until `recv_async`
-//! collects them, and holding requests back until the API is polling.
+//! collects them (at most until their request's deadline, as CloudI, and
+//! within `max_outbox` bytes), and holding requests back until the API is
+//! polling.
 
 use super::messages::{self as msg, ApiMessage, ApiSend};
 use crate::instance::{Endpoint, Outbox};
+use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
 use crate::state::Shared;
 use cumulo_proto::{Frame, Status, TransId, TransIdGen};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -28,6 +31,9 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Failed async trans_ids remembered so that `recv_async` on one answers at
 /// once instead of waiting out its timeout; older ones are forgotten.
 const FAILED_REMEMBERED: usize = 1024;
+/// How often kept responses are swept for expired ones (recv_async never
+/// hands out an expired one in between).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// req_ids of the control frames this adapter sends (it has one of each in
 /// flight at most: the API waits for subscribe_count's answer).
 const REQ_SUBSCRIBE: u32 = 1;
@@ -54,12 +60,34 @@ struct Adapter {
     /// CloudI request messages not yet given to the API (it is not polling,
     /// or waits for an answer of its own).
     held: Vec<u8>,
-    /// Responses of send_async and mcast_async copies, until recv_async.
-    responses: VecDeque<(TransId, Vec<u8>, Vec<u8>)>,
+    /// Responses of send_async and mcast_async copies, until recv_async
+    /// takes them or their request's deadline passes.
+    responses: VecDeque<Kept>,
+    /// Bytes of response_info and response in `responses`, at most
+    /// `max_kept` (core.max_outbox): the oldest go first beyond it.
+    kept_bytes: usize,
+    max_kept: usize,
+    next_sweep: Instant,
+    dropped: Throttle,
+    /// Async sends (and mcast copies) in flight: until when their answers
+    /// are kept. Every accepted send gets a RESPONSE, which removes its entry.
+    deadlines: HashMap<TransId, Instant>,
+    /// The deadline of the mcast_async in flight, for its copies.
+    mcast_deadline: Instant,
+    /// The service's timeout_async: the timeout of a send that gives none.
+    timeout_async: u32,
     failed: VecDeque<TransId>,
     /// CloudI bytes for the API's socket, not written yet. Written by this
     /// task itself (no writer task: one wake-up less per message).
     out: Vec<u8>,
+}
+
+/// A response kept for recv_async.
+struct Kept {
+    trans_id: TransId,
+    info: Vec<u8>,
+    body: Vec<u8>,
+    until: Instant,
 }
 
 /// Runs one thread's connection of a CloudI-protocol process until either
@@ -114,10 +142,10 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
             );
             c.connection_tasks += 1;
             let label = c.instances.get(&a.id).map_or_else(String::new, |i| i.label.clone());
-            (a.id, TransIdGen::new(node_id, a.id), label)
+            (a.id, TransIdGen::new(node_id, a.id), label, a.options.timeout_async)
         })
     };
-    let (id, ids, label) = match admitted {
+    let (id, ids, label, timeout_async) = match admitted {
         Ok(v) => v,
         Err((_, why)) => {
             tracing::warn!(service = %service, "refused a CloudI API thread {thread_index}: {why}");
@@ -125,17 +153,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         }
     };
     let mut wr = wr;
-    let mut a = Adapter {
-        id,
-        label,
-        ids,
-        polling: false,
-        waiting: Waiting::Nothing,
-        held: Vec::new(),
-        responses: VecDeque::new(),
-        failed: VecDeque::new(),
-        out,
-    };
+    let mut a = Adapter::new(id, label, ids, timeout_async, max_outbox, out);
     let why = a.serve(&core, &mut rd, &mut wr, &mut rb, start, &native, (max_frame, max_outbox)).await;
     if why.starts_with("closed by the peer") {
         tracing::debug!(instance = id, "{}: {why}", a.label);
@@ -175,6 +193,28 @@ fn next_message(data: &[u8], max: usize) -> Result<Option<usize>, String> {
 }
 
 impl Adapter {
+    fn new(id: InstanceId, label: String, ids: TransIdGen, timeout_async: u32, max_kept: usize, out: Vec<u8>) -> Adapter {
+        let now = Instant::now();
+        Adapter {
+            id,
+            label,
+            ids,
+            polling: false,
+            waiting: Waiting::Nothing,
+            held: Vec::new(),
+            responses: VecDeque::new(),
+            kept_bytes: 0,
+            max_kept,
+            next_sweep: now + SWEEP_EVERY,
+            dropped: Throttle::default(),
+            deadlines: HashMap::new(),
+            mcast_deadline: now,
+            timeout_async,
+            failed: VecDeque::new(),
+            out,
+        }
+    }
+
     async fn serve(
         &mut self,
         core: &Shared,
@@ -301,6 +341,8 @@ impl Adapter {
             ApiMessage::SendAsync(s) => {
                 let tid = self.ids.next();
                 handle(c, Frame::SendAsync(native_send(&s, tid)?))?;
+                let until = self.deadline(c.now, s.timeout);
+                self.deadlines.insert(tid, until);
                 put(&mut self.out, |b| msg::encode_return_async(b, &tid));
             }
             ApiMessage::SendSync(s) => {
@@ -312,6 +354,7 @@ impl Adapter {
                 let tid = self.ids.next();
                 self.wait(Waiting::Mcast(tid))?;
                 handle(c, Frame::McastAsync(native_send(&s, tid)?))?;
+                self.mcast_deadline = self.deadline(c.now, s.timeout);
             }
             ApiMessage::Forward(s, tid) => {
                 handle(c, Frame::Forward(native_send(&s, tid)?))?;
@@ -341,6 +384,12 @@ impl Adapter {
         Ok(())
     }
 
+    /// When the answer to a send made `now` with `timeout` stops being kept.
+    fn deadline(&self, now: Instant, timeout: u32) -> Instant {
+        let ms = if timeout == 0 { self.timeout_async } else { timeout };
+        now + Duration::from_millis(ms as u64)
+    }
+
     fn wait(&mut self, w: Waiting) -> Result<(), String> {
         if self.waiting != Waiting::Nothing {
             return Err(format!("a new call while the API waits for the answer to another ({:?})", self.waiting));
@@ -353,11 +402,15 @@ impl Adapter {
     fn answer_recv(&mut self) {
         let Waiting::Recv { trans_id, consume, .. } = self.waiting else { return };
         let any = trans_id == msg::NULL_TRANS_ID;
-        if let Some(i) = self.responses.iter().position(|(t, ..)| any || *t == trans_id) {
-            let (t, info, body) = &self.responses[i];
-            put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, info, body, t));
+        let now = Instant::now();
+        self.sweep(now);
+        if let Some(i) = self.responses.iter().position(|k| k.until > now && (any || k.trans_id == trans_id)) {
+            let k = &self.responses[i];
+            put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, &k.info, &k.body, &k.trans_id));
             if consume {
-                self.responses.remove(i);
+                if let Some(k) = self.responses.remove(i) {
+                    self.kept_bytes -= k.info.len() + k.body.len();
+                }
             }
         } else if !any && self.failed.contains(&trans_id) {
             put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, b"", b"", &msg::NULL_TRANS_ID));
@@ -366,6 +419,37 @@ impl Adapter {
         }
         self.waiting = Waiting::Nothing;
         self.release();
+    }
+
+    /// Keeps a response for recv_async, within `max_kept` bytes.
+    fn keep(&mut self, k: Kept) {
+        self.sweep(Instant::now());
+        self.kept_bytes += k.info.len() + k.body.len();
+        self.responses.push_back(k);
+        let mut dropped = 0;
+        while self.kept_bytes > self.max_kept && self.responses.len() > 1 {
+            if let Some(old) = self.responses.pop_front() {
+                self.kept_bytes -= old.info.len() + old.body.len();
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            let (label, max) = (&self.label, self.max_kept);
+            self.dropped.warn(|n| {
+                format!("{label}: dropped the oldest of its uncollected send_async responses ({n} times): more than {max} bytes waiting for recv_async (core.max_outbox)")
+            });
+        }
+    }
+
+    /// Forgets the kept responses whose request's deadline has passed
+    /// (at most once per SWEEP_EVERY).
+    fn sweep(&mut self, now: Instant) {
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + SWEEP_EVERY;
+        self.responses.retain(|k| k.until > now);
+        self.kept_bytes = self.responses.iter().map(|k| k.info.len() + k.body.len()).sum();
     }
 
     /// The API may be handed requests: it polls and waits for nothing.
@@ -419,6 +503,8 @@ impl Adapter {
             }
             Frame::Response(r) => self.response(r),
             Frame::McastSent(m) if self.waiting == Waiting::Mcast(m.trans_id) => {
+                let until = self.mcast_deadline;
+                self.deadlines.extend(m.ids().map(|t| (t, until)));
                 put(&mut self.out, |b| msg::encode_returns_async(b, m.trans_ids));
                 self.waiting = Waiting::Nothing;
                 self.release();
@@ -463,8 +549,11 @@ impl Adapter {
             self.release();
             return;
         }
+        // A response with no entry (none expected) is kept as long as a send
+        // with the default timeout would be.
+        let until = self.deadlines.remove(&r.trans_id).unwrap_or_else(|| self.deadline(Instant::now(), 0));
         if ok {
-            self.responses.push_back((r.trans_id, r.response_info.to_vec(), r.response.to_vec()));
+            self.keep(Kept { trans_id: r.trans_id, info: r.response_info.to_vec(), body: r.response.to_vec(), until });
         } else {
             if self.failed.len() == FAILED_REMEMBERED {
                 self.failed.pop_front();
@@ -496,5 +585,55 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(max_kept: usize) -> Adapter {
+        Adapter::new(1, "test".into(), TransIdGen::new(1, 1), 5000, max_kept, Vec::new())
+    }
+
+    fn kept(a: &mut Adapter, n: u8, until: Instant) -> TransId {
+        let t = TransId([n; 16]);
+        a.keep(Kept { trans_id: t, info: Vec::new(), body: vec![n; 40], until });
+        t
+    }
+
+    /// recv_async for `t`: the response body handed to the API, if any.
+    fn recv(a: &mut Adapter, t: TransId) -> Option<Vec<u8>> {
+        a.out.clear();
+        a.waiting = Waiting::Recv { trans_id: t, consume: true, deadline: Instant::now() + Duration::from_secs(1) };
+        a.answer_recv();
+        // The body is followed by CloudI's NUL and the 16-byte trans_id.
+        let end = a.out.len().saturating_sub(16 + 1);
+        (a.waiting == Waiting::Nothing).then(|| a.out[end - 40..end].to_vec())
+    }
+
+    #[test]
+    fn kept_responses_stay_within_max_kept_bytes_oldest_dropped() {
+        let mut a = adapter(100);
+        let later = Instant::now() + Duration::from_secs(60);
+        let first = kept(&mut a, 1, later);
+        let second = kept(&mut a, 2, later);
+        let third = kept(&mut a, 3, later);
+        assert_eq!(a.kept_bytes, 80);
+        assert_eq!(recv(&mut a, first), None, "the oldest went to make room");
+        a.waiting = Waiting::Nothing;
+        assert_eq!(recv(&mut a, second), Some(vec![2; 40]));
+        assert_eq!(recv(&mut a, third), Some(vec![3; 40]));
+        assert_eq!(a.kept_bytes, 0);
+    }
+
+    #[test]
+    fn a_response_past_its_request_deadline_is_not_handed_out() {
+        let mut a = adapter(1 << 20);
+        let gone = kept(&mut a, 1, Instant::now() - Duration::from_millis(1));
+        let live = kept(&mut a, 2, Instant::now() + Duration::from_secs(60));
+        assert_eq!(recv(&mut a, gone), None);
+        a.waiting = Waiting::Nothing;
+        assert_eq!(recv(&mut a, live), Some(vec![2; 40]));
     }
 }

@@ -128,6 +128,9 @@ pub struct Api {
     scratch: Vec<u8>,
     /// Deadline of the request being handled, if any.
     handling_deadline: Option<Instant>,
+    /// The core's frame limit (WELCOME's max_frame): a bigger frame is
+    /// refused here, before the core would refuse it and close the connection.
+    send_limit: usize,
     pub node_id: u32,
     pub instance_id: u32,
     pub process_index: u32,
@@ -194,6 +197,7 @@ impl Api {
             terminated: false,
             scratch: Vec::new(),
             handling_deadline: None,
+            send_limit: max_frame as usize,
             node_id,
             instance_id,
             process_index,
@@ -247,13 +251,30 @@ impl Api {
         result.unwrap()
     }
 
-    fn send_frame(&mut self, ty: u8, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId {
+    /// Queues a send; a frame over the core's limit is not queued and its
+    /// TOO_LARGE error is returned instead.
+    fn send_frame(&mut self, ty: u8, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> (TransId, Result<()>) {
         let tid = self.ids.next();
         let flags = if o.wait_for_service { SEND_WAIT_FOR_SERVICE } else { 0 };
         let timeout = self.nested_timeout(ty, o.timeout);
         let s = Send { trans_id: tid, timeout, priority: o.priority, flags, name, request_info: info, request: body };
+        let start = self.conn.wbuf.len();
         cumulo_proto::encode_send(&mut self.conn.wbuf, ty, &s);
-        tid
+        (tid, self.within_limit(start))
+    }
+
+    /// Takes back the frame queued from `start` if it is over the core's
+    /// limit (the core would answer ERROR TOO_LARGE and close the connection).
+    fn within_limit(&mut self, start: usize) -> Result<()> {
+        let len = self.conn.wbuf.len() - start - cumulo_proto::LEN_PREFIX;
+        if len <= self.send_limit {
+            return Ok(());
+        }
+        self.conn.wbuf.truncate(start);
+        Err(Error::Status {
+            status: Status::TooLarge,
+            message: format!("a frame of {len} bytes is over the core's limit of {} bytes (core.max_frame)", self.send_limit),
+        })
     }
 
     /// A send made while handling a request keeps that request's deadline:
@@ -271,14 +292,21 @@ impl Api {
     }
 
     /// Sends without waiting; the answer is collected with `recv_async`.
-    /// The frame is written at the next flush (any wait, or `flush`).
+    /// The frame is written at the next flush (any wait, or `flush`). A
+    /// request too large for the core is not sent: its answer is a
+    /// TOO_LARGE error, there at once.
     pub fn send_async(&mut self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId {
-        self.send_frame(kind::SEND_ASYNC, name, info, body, o)
+        let (tid, queued) = self.send_frame(kind::SEND_ASYNC, name, info, body, o);
+        if let Err(e) = queued {
+            self.responses.push_back((tid, Err(e)));
+        }
+        tid
     }
 
     /// Sends and waits for the answer.
     pub fn send_sync(&mut self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Result<Response> {
-        let tid = self.send_frame(kind::SEND_SYNC, name, info, body, o);
+        let (tid, queued) = self.send_frame(kind::SEND_SYNC, name, info, body, o);
+        queued?;
         let timeout = if o.timeout == 0 { self.timeout_sync } else { o.timeout };
         self.await_response(tid, timeout)
     }
@@ -286,7 +314,8 @@ impl Api {
     /// Sends one copy to every instance subscribed to a matching pattern;
     /// returns their trans_ids (collect the answers with `recv_async`).
     pub fn mcast_async(&mut self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Result<Vec<TransId>> {
-        let call = self.send_frame(kind::MCAST_ASYNC, name, info, body, o);
+        let (call, queued) = self.send_frame(kind::MCAST_ASYNC, name, info, body, o);
+        queued?;
         let mut ids = None;
         self.wait_for(None, |f| match f {
             Frame::McastSent(m) if m.trans_id == call => {
@@ -491,6 +520,16 @@ impl Api {
             },
         };
         self.handling_deadline = None;
+        let start = self.conn.wbuf.len();
+        self.encode_answer(req, result);
+        if let Err(Error::Status { status, message }) = self.within_limit(start) {
+            // The sender gets the reason instead of a frame the core would refuse.
+            let r = Return { trans_id: req.trans_id, status: status.code(), response_info: b"", response: message.as_bytes() };
+            cumulo_proto::encode_return(&mut self.conn.wbuf, kind::RETURN, &r);
+        }
+    }
+
+    fn encode_answer(&mut self, req: &Request<'_>, result: HandlerResult) {
         let w = &mut self.conn.wbuf;
         match result {
             Ok(Answer::Return { info, body }) => cumulo_proto::encode_return(

@@ -36,6 +36,7 @@ class Task(threading.Thread):
         api.subscribe("null", self.null)
         api.subscribe("forward", self.forward)
         api.subscribe("count", self.count)
+        api.subscribe("expire", self.expire)
         api.subscribe("echo/*", self.echo)
         api.poll()
         sys.stdout.write("thread %d: terminated\n" % self.index)
@@ -58,6 +59,17 @@ class Task(threading.Thread):
             return b"timeout"
         assert got == tid
         return info, response
+
+    def expire(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        """Two send_async, one with timeout_ms, one with ten times that;
+        recv_async on each after twice timeout_ms: is each answer still kept?"""
+        target, timeout_ms, body = call_args(request)
+        short = self.api.send_async(target, body, timeout=timeout_ms)
+        long = self.api.send_async(target, body, timeout=timeout_ms * 10)
+        time.sleep(timeout_ms * 2 / 1000.0)
+        _, _, got_short = self.api.recv_async(timeout=200, trans_id=short)
+        _, response, got_long = self.api.recv_async(timeout=200, trans_id=long)
+        return b"%s|%s" % (b"kept" if got_short == short else b"gone", response if got_long == long else b"gone")
 
     def mcast(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
         tids = self.api.mcast_async(self.api.prefix() + "member", request, timeout=1000)

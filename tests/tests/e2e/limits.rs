@@ -1,7 +1,8 @@
 //! Limits under abuse: a client that stops reading (max_outbox), requests
-//! waiting for a service that never comes (max_parked), and a core out of
-//! file descriptors (its accept loops back off, the connected clients are
-//! still served, and new ones are once descriptors are free again).
+//! waiting for a service that never comes (max_parked), frames over
+//! max_frame refused by the Rust SDK before they reach the core, and a core
+//! out of file descriptors (its accept loops back off, the connected clients
+//! are still served, and new ones are once descriptors are free again).
 
 use cumulo_e2e::raw::Raw;
 use cumulo_e2e::*;
@@ -18,6 +19,40 @@ fn served_in_time(api: &mut Api, body: &str) {
     let r = api.send_sync("/echo/x", b"", body.as_bytes(), opts(5000));
     assert_eq!(r.unwrap().body, body.as_bytes());
     assert!(t.elapsed() < Duration::from_secs(2), "answered after {:?}", t.elapsed());
+}
+
+#[test]
+fn the_rust_sdk_refuses_frames_over_max_frame_and_both_ends_keep_serving() {
+    let core = Core::start(
+        Config::new()
+            .core("max_frame", 1024)
+            .service(ts!("/echo/").set("count_thread", 1)),
+    );
+    let mut api = core.client();
+    let instance = |api: &mut Api| {
+        let r = api.send_sync("/echo/small", b"", b"small", opts(5000));
+        field(&r.unwrap(), "instance")
+    };
+    let before = instance(&mut api);
+    let big = vec![b'x'; 2000];
+    let r = api.send_sync("/echo/big", b"", &big, opts(5000));
+    assert_eq!(status(&r), Status::TooLarge, "{:?}", r.err());
+    let tid = api.send_async("/echo/big", b"", &big, opts(5000));
+    let (got, r) = api
+        .recv_async(Some(tid), Duration::from_millis(100))
+        .unwrap()
+        .expect("an oversized send_async is answered at once");
+    assert_eq!(got, tid);
+    assert_eq!(status(&r), Status::TooLarge);
+    // The request fits; its echo (the body plus the service's
+    // response_info) does not: the service answers TOO_LARGE instead.
+    let r = api.send_sync("/echo/fits", b"", &[b'y'; 900], opts(5000));
+    assert_eq!(status(&r), Status::TooLarge, "{:?}", r.err());
+    assert_eq!(
+        instance(&mut api),
+        before,
+        "the service instance kept its connection (no restart)"
+    );
 }
 
 #[test]
