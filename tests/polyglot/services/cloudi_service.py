@@ -73,11 +73,14 @@ class Task(threading.Thread):
 
     def mcast(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
         tids = self.api.mcast_async(self.api.prefix() + "member", request, timeout=1000)
+        # Collected in the order they come: an answer is only kept until
+        # its request's deadline, so waiting first for a copy that times out
+        # would let the other answer expire meanwhile (as in CloudI).
         answers = []
-        for tid in tids:
-            _, response, got = self.api.recv_async(timeout=5000, trans_id=tid)
-            answers.append(response if got == tid else b"timeout")
-        # any-order collection too: nothing left over
+        for _ in tids:
+            _, response, got = self.api.recv_async(timeout=2000)
+            answers.append(response if got in tids else b"timeout")
+        # nothing left over
         _, _, left = self.api.recv_async(timeout=50)
         return b"%d:%s:%s" % (len(tids), b",".join(sorted(answers)), b"empty" if left == b"\x00" * 16 else b"left")
 
