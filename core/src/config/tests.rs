@@ -115,3 +115,96 @@ fn services_from_json_one_or_many_checked_like_the_file() {
         assert!(r.contains(reason), "{reason:?} not in {r:?}");
     }
 }
+
+/// The keys serde knows for a table, read off its "unknown field" error
+/// (it lists every field it expected), so the check below needs no list of
+/// its own that could drift too.
+fn known_keys(table: &str) -> Vec<String> {
+    let body = if table == "[[service]]" { "prefix = \"/a/\"\npath = \"x\"\n" } else { "" };
+    let probe = format!("{table}\n{body}zz_not_a_key = 1\n");
+    let e = parse(&probe).expect_err("an unknown key is refused").reason;
+    let listed = e.split_once("expected").unwrap_or_else(|| panic!("{table}: no key list in {e:?}")).1;
+    listed.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// Every documented table of docs/CONFIG.md with the keys its rows name:
+/// headings "## `[core]`", rows "| `key` | ...", a sub-table row
+/// "| `[core.unmanaged]` |" naming key `unmanaged`.
+fn documented_tables() -> Vec<(String, Vec<String>)> {
+    let doc = include_str!("../../../docs/CONFIG.md");
+    let mut tables: Vec<(String, Vec<String>)> = Vec::new();
+    for line in doc.lines() {
+        if let Some(h) = line.strip_prefix("## `") {
+            let name = h.trim_end_matches('`');
+            if name.starts_with('[') {
+                tables.push((name.to_string(), Vec::new()));
+                continue;
+            }
+        }
+        if line.starts_with("## ") {
+            tables.push((String::new(), Vec::new())); // a section that is not a table
+            continue;
+        }
+        let (Some(row), Some((_, keys))) = (line.strip_prefix("| `"), tables.last_mut()) else { continue };
+        let key = row.split('`').next().unwrap_or_default();
+        let key = key.trim_matches(|c| c == '[' || c == ']');
+        let key = key.rsplit('.').next().unwrap_or(key);
+        keys.push(key.to_string());
+    }
+    tables.retain(|(name, _)| !name.is_empty());
+    tables
+}
+
+#[test]
+fn config_md_documents_every_key_and_names_no_other() {
+    let tables = documented_tables();
+    assert!(tables.len() >= 3, "CONFIG.md tables not found: {tables:?}");
+    for (table, documented) in &tables {
+        let known = known_keys(table);
+        for key in documented {
+            assert!(known.contains(key), "docs/CONFIG.md {table} documents `{key}`, which the config does not have");
+        }
+        for key in &known {
+            assert!(documented.contains(key), "{table} key `{key}` is not documented in docs/CONFIG.md");
+        }
+    }
+}
+
+/// Keys written as `table.key` anywhere in the docs (`core.max_frame`) exist.
+#[test]
+fn keys_named_in_the_docs_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    files.extend([root.join("proto/PROTOCOL.md"), root.join("README.md")]);
+    let tables: Vec<(String, Vec<String>)> = documented_tables()
+        .into_iter()
+        .filter(|(t, _)| !t.starts_with("[["))
+        .map(|(t, _)| (t.trim_matches(|c| c == '[' || c == ']').to_string(), known_keys(&t)))
+        .collect();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for quoted in text.split('`').skip(1).step_by(2) {
+            let Some((table, key)) = quoted.split_once('.') else { continue };
+            let key = key.split([' ', '=']).next().unwrap_or_default();
+            if !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') || key.is_empty() {
+                continue;
+            }
+            match tables.iter().find(|(t, _)| t == table) {
+                Some((_, known)) => {
+                    assert!(known.contains(&key.to_string()), "{}: `{quoted}` names no config key", file.display())
+                }
+                // A key of one table written under a name that is no table
+                // (`listener.allow_unmanaged` for `core.allow_unmanaged`).
+                None => assert!(
+                    !tables.iter().any(|(_, known)| known.contains(&key.to_string())),
+                    "{}: `{quoted}`: there is no table `{table}`",
+                    file.display()
+                ),
+            }
+        }
+    }
+}
