@@ -152,6 +152,10 @@ impl Conn {
                     )));
                 }
                 Ok(n) => self.rend += n,
+                // A read with a timeout fails with EINTR on a handled signal
+                // even under SA_RESTART, and when the process is stopped and
+                // continued (signal(7)): read again.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                     return Ok(None);
                 }
