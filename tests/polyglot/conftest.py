@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import cumulo
-from sdks import BY_NAME, CLIENTS, CLOUDI_HTTP_REQ, EXAMPLES, PYTHON, ROOT, SDK, SDKS, SERVICES, sdk_of_example
+# PYTHON is re-exported for test_cloudi.py.
+from sdks import BY_NAME, CLOUDI_HTTP_REQ, EXAMPLES, PYTHON, ROOT, SDKS, SERVICES, sdk_of_example  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 CUMULO_BIN = ROOT / "target" / "release" / "cumulo"
