@@ -319,3 +319,7 @@ func (a *API) Window() int { return int(a.welcome.Window) }
 
 // MaxFrame is the largest frame the core accepts, in bytes.
 func (a *API) MaxFrame() int { return int(a.welcome.MaxFrame) }
+
+// Keepalive is the core's keep-alive interval: it sends PING this often,
+// and closes a serving instance that stays silent for three intervals.
+func (a *API) Keepalive() time.Duration { return msDuration(a.welcome.Keepalive) }

@@ -11,7 +11,7 @@ func TestHandshakeAndAccessors(t *testing.T) {
 	core := newFakeCore(t)
 	welcome := testWelcome()
 	welcome.ProcessIndex, welcome.ProcessCount, welcome.ThreadCount = 2, 4, 3
-	welcome.Window, welcome.PriorityDefault, welcome.TimeoutSync = 2, -3, 1500
+	welcome.Window, welcome.PriorityDefault, welcome.TimeoutSync, welcome.Keepalive = 2, -3, 1500, 1250
 	api, _, hello := core.connect(Options{Prefix: "/t/", ThreadIndex: 2, Window: 4}, welcome)
 
 	if hello.Version != 1 || hello.Window != 4 || hello.ThreadIndex != 2 || hello.Token != "" || hello.Prefix != "/t/" {
@@ -34,6 +34,7 @@ func TestHandshakeAndAccessors(t *testing.T) {
 		{"InstanceID", api.InstanceID(), uint32(7)},
 		{"Window", api.Window(), 2},
 		{"MaxFrame", api.MaxFrame(), 1 << 20},
+		{"Keepalive", api.Keepalive(), 1250 * time.Millisecond},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

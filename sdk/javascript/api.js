@@ -65,6 +65,7 @@ export class API {
   #pollers = [];
   #active = 0; // handlers running
   #terminating = false;
+  #threadIndex = 0;
   #failure = null; // the CumuloError that ended the connection
   #closing = null;
 
@@ -105,6 +106,7 @@ export class API {
     const maxFrame = checkCount(options.maxFrame ?? DEFAULT_MAX_FRAME, 'maxFrame', 1);
     const socket = await openStream(address);
     const api = new API(INTERNAL, socket, maxFrame);
+    api.#threadIndex = hello.threadIndex;
     await api.#handshake(hello, options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT);
     return api;
   }
@@ -131,6 +133,8 @@ export class API {
   get processIndex() { return this.#welcome.processIndex; }
   get processCount() { return this.#welcome.processCount; }
   get threadCount() { return this.#welcome.threadCount; }
+  /** Which of its process's instances this is (HELLO's threadIndex). */
+  get threadIndex() { return this.#threadIndex; }
   get window() { return this.#welcome.window; }
   get maxFrame() { return this.#welcome.maxFrame; }
   get timeoutAsync() { return this.#welcome.timeoutAsync; }

@@ -146,6 +146,7 @@ export declare class API {
   readonly processIndex: number;
   readonly processCount: number;
   readonly threadCount: number;
+  readonly threadIndex: number;
   readonly window: number;
   readonly maxFrame: number;
   readonly timeoutAsync: number;

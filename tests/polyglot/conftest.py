@@ -18,30 +18,25 @@ from pathlib import Path
 import pytest
 
 import cumulo
+# PYTHON is re-exported for test_cloudi.py.
+from sdks import BY_NAME, CLOUDI_HTTP_REQ, EXAMPLES, PYTHON, ROOT, SDKS, SERVICES, sdk_of_example  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-EXAMPLES = ROOT / "examples"
-SDK = ROOT / "sdk"
 CUMULO_BIN = ROOT / "target" / "release" / "cumulo"
-PYTHON = SDK / "python" / ".venv" / "bin" / "python"
-CLIENTS = HERE / "clients"
-SERVICES = HERE / "services"
 
 # Every http_req example of examples/cumulo.toml, named as it subscribes
-# (<lang>.xml/get).
-LANGUAGES = ["rust", "c", "cpp", "python", "python_c", "go", "java", "javascript", "ruby", "php", "perl",
-             "python_cloudi", "rust_cloudi"]
+# (<lang>.xml/get): each SDK's (sdks.py), then those written against CloudI's APIs.
+LANGUAGES = [example for sdk in SDKS for example in sdk.http_req] + CLOUDI_HTTP_REQ
 HTTP_REQ = "/tests/http_req/{}.xml/get"
 
-FAULTY_LANGUAGES = ["python", "ruby", "javascript", "go", "java", "c", "cpp", "perl", "php"]
+# Every SDK has a client (clients/) and a faulty service (services/).
+CLIENT_LANGUAGES = [sdk.name for sdk in SDKS]
+FAULTY_LANGUAGES = [sdk.name for sdk in SDKS]
 FAULTY = "/tests/faulty/{}/"
 
 START_TIMEOUT_MS = 60_000  # a JVM on a busy 2-core machine is slow to start
 STOP_TIMEOUT_S = 10
 CLIENT_DEFAULT_TIMEOUT_MS = 20_000
-# C1 only: halves the start of a JVM that runs a source file.
-JAVA = ["java", "-XX:TieredStopAtLevel=1"]
 
 # The answers of docs/SDK_GUIDE.md.
 XML_INFO = b"content-type\x00text/xml; charset=utf-8\x00"
@@ -55,82 +50,84 @@ def value_xml(n: int | str) -> bytes:
 # ---------------------------------------------------------------- building
 
 
-def _newest_mtime(*dirs: Path) -> float:
-    return max(p.stat().st_mtime for d in dirs for p in d.rglob("*") if p.is_file())
-
-
-def _run(cmd: list, **kw) -> None:
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
-
-
-def _libcumulo(build: Path) -> Path:
-    """The C SDK's static library: the one the C example built if it is newer
-    than every SDK source (else it may not match the header), else our own."""
-    prebuilt = EXAMPLES / "http_req" / "c" / "build" / "cumulo-sdk" / "libcumulo.a"
-    if prebuilt.is_file() and prebuilt.stat().st_mtime >= _newest_mtime(SDK / "c" / "src", SDK / "c" / "include"):
-        return prebuilt
-    out = build / "cumulo-c"
-    _run(["cmake", "-S", SDK / "c", "-B", out, "-DCMAKE_BUILD_TYPE=Release", "-DCUMULO_BUILD_TESTS=OFF"])
-    _run(["cmake", "--build", out, "--target", "cumulo_static", "-j2"])
-    return out / "libcumulo.a"
-
-
 @dataclass
 class Built:
-    """Programs compiled for the suite, and how to run each client."""
+    """The folder the SDKs' client and faulty programs were compiled into,
+    and how to run each (sdks.py)."""
 
     dir: Path
-    c_client: Path
-    go_client: Path
-    go_faulty: Path
-    c_faulty: Path
-    cpp_faulty: Path
-    java_jar: Path
 
     def client_cmd(self, lang: str) -> list[str]:
-        return {
-            "python": [str(PYTHON), str(CLIENTS / "client.py")],
-            "c": [str(self.c_client)],
-            "go": [str(self.go_client)],
-            "java": [*JAVA, "-cp", str(self.java_jar), str(CLIENTS / "Client.java")],
-            "javascript": ["node", str(CLIENTS / "client.mjs")],
-            "ruby": ["ruby", str(CLIENTS / "client.rb")],
-            "php": ["php", str(CLIENTS / "client.php")],
-            "perl": ["perl", str(CLIENTS / "client.pl")],
-        }[lang]
+        return [str(c) for c in BY_NAME[lang].client(self.dir)]
 
     def faulty_cmd(self, lang: str) -> list[str]:
-        return {
-            "python": [str(PYTHON), str(SERVICES / "faulty.py")],
-            "ruby": ["ruby", str(SERVICES / "faulty.rb")],
-            "javascript": ["node", str(SERVICES / "faulty.mjs")],
-            "go": [str(self.go_faulty)],
-            "java": [*JAVA, "-cp", str(self.java_jar), str(SERVICES / "Faulty.java")],
-            "c": [str(self.c_faulty)],
-            "cpp": [str(self.cpp_faulty)],
-            "perl": ["perl", str(SERVICES / "faulty.pl")],
-            "php": ["php", str(SERVICES / "faulty.php")],
-        }[lang]
+        return [str(c) for c in BY_NAME[lang].faulty(self.dir)]
 
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> Built:
     build = tmp_path_factory.mktemp("build")
-    lib = _libcumulo(build)
-    inc = ["-I", SDK / "c" / "include"]
-    _run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_client", CLIENTS / "client.c", lib, "-lpthread"])
-    _run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_faulty", SERVICES / "faulty.c", lib, "-lpthread"])
-    _run(["c++", "-std=c++17", "-O2", "-Wall", *inc, "-I", SDK / "cpp" / "include",
-          "-o", build / "cpp_faulty", SERVICES / "faulty.cpp", lib, "-lpthread"])
-    go_env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false"}
-    _run(["go", "build", "-o", build / "go_client", "client.go"], cwd=CLIENTS, env=go_env)
-    _run(["go", "build", "-o", build / "go_faulty", "faulty.go"], cwd=SERVICES, env=go_env)
-    jars = [j for j in (SDK / "java" / "target").glob("cumulo-*.jar") if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
-    assert jars, "the Java SDK jar is missing: run scripts/setup.sh"
-    return Built(build, build / "c_client", build / "go_client", build / "go_faulty",
-                 build / "c_faulty", build / "cpp_faulty", jars[0])
+    for sdk in SDKS:
+        if sdk.build:
+            sdk.build(build)
+    return Built(build)
+
+
+# ------------------------------------------------- the language x scenario table
+
+# One cell of the summary table: (language, scenario) -> outcomes of its tests.
+CELLS: dict[tuple[str, str], list[str]] = {}
+
+
+def cell(language: str, scenario: str) -> pytest.MarkDecorator:
+    """Marks a test (or a param) as one check of `scenario` for `language`;
+    the end of the run prints a table of them (pytest_terminal_summary)."""
+    return pytest.mark.cell(language, scenario)
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "cell(language, scenario): a cell of the language x scenario table")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    marker = item.get_closest_marker("cell")
+    if marker is None:
+        return
+    # The call's outcome, and a failed or skipped setup or teardown (a core
+    # that did not start fails every cell that needed it).
+    if report.when == "call" or not report.passed:
+        outcome = "xfail" if hasattr(report, "wasxfail") else report.outcome
+        CELLS.setdefault((sdk_of_example(marker.args[0]), marker.args[1]), []).append(outcome)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not CELLS:
+        return
+    rows = [sdk.name for sdk in SDKS] + sorted({lang for lang, _ in CELLS} - set(BY_NAME))
+    known = ["http_req", "service_error", "client_sync", "client_async", "client_error_element", "client_no_service",
+             "client_service_error", "guide_functions"]
+    columns = sorted({scenario for _, scenario in CELLS}, key=lambda c: (known.index(c) if c in known else len(known), c))
+    mark = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfail": "xfail"}
+
+    def text(lang: str, scenario: str) -> str:
+        outcomes = CELLS.get((lang, scenario))
+        if not outcomes:
+            return "-"
+        for worst in ("failed", "xfail", "skipped"):
+            if worst in outcomes:
+                return mark[worst]
+        return mark["passed"]
+
+    width = [max(len(c), 5) for c in columns]
+    first = max(len(r) for r in rows + ["language"])
+    tr = terminalreporter
+    tr.write_sep("=", "language x scenario (FAIL if any test of the cell failed; - not run)")
+    tr.write_line("language".ljust(first) + "  " + "  ".join(c.ljust(w) for c, w in zip(columns, width)))
+    for lang in rows:
+        tr.write_line(lang.ljust(first) + "  " + "  ".join(text(lang, c).ljust(w) for c, w in zip(columns, width)))
 
 
 # ---------------------------------------------------------------- the core

@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import FAULTY, FAULTY_LANGUAGES, HTTP_REQ, LANGUAGES, NO_VALUE, XML_INFO, value_xml
+from conftest import (CLIENT_LANGUAGES, FAULTY, FAULTY_LANGUAGES, HTTP_REQ, LANGUAGES, NO_VALUE, XML_INFO, cell,
+                      value_xml)
 
-CLIENT_LANGUAGES = ["python", "c", "go", "java", "javascript", "ruby", "php", "perl"]
 CLIENT_TIMEOUT_S = 60
 
 
@@ -65,8 +65,16 @@ def results(core, built):
         return dict(zip([(c[0], c[1]) for c in CASES], pool.map(run, CASES)))
 
 
+def _scenario(case: str) -> str:
+    """The table column of a case: client_sync, client_async, ..."""
+    for kind in ("sync", "async", "error-element", "no-service", "service-error"):
+        if case == kind or case.startswith(kind + "-"):
+            return "client_" + kind.replace("-", "_")
+    raise ValueError(case)
+
+
 @pytest.mark.parametrize("client,case,args,exit_code,stdout",
-                         [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in CASES])
+                         [pytest.param(*c, id=f"{c[0]}-{c[1]}", marks=cell(c[0], _scenario(c[1]))) for c in CASES])
 def test_client(results, client, case, args, exit_code, stdout):
     r = results[(client, case)]
     assert not isinstance(r, subprocess.TimeoutExpired), f"no exit within {CLIENT_TIMEOUT_S} s"

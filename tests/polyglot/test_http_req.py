@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import HTTP_REQ, LANGUAGES, NO_VALUE, XML_INFO, value_xml
+from conftest import HTTP_REQ, LANGUAGES, NO_VALUE, XML_INFO, cell, value_xml
 
 
 # (id, request body, expected response body)
@@ -48,7 +48,7 @@ CASES = [
 def _params():
     for lang in LANGUAGES:
         for case, body, expected in CASES:
-            yield pytest.param(lang, body, expected, id=f"{lang}-{case}")
+            yield pytest.param(lang, body, expected, id=f"{lang}-{case}", marks=cell(lang, "http_req"))
 
 
 @pytest.mark.parametrize("lang,body,expected", list(_params()))

@@ -338,6 +338,9 @@ public:
     int8_t priority_default() const { return cumulo_priority_default(handle()); }
     uint32_t node_id() const { return cumulo_node_id(handle()); }
     uint32_t instance_id() const { return cumulo_instance_id(handle()); }
+    uint32_t window() const { return cumulo_window(handle()); }
+    uint32_t max_frame() const { return cumulo_max_frame(handle()); }
+    uint32_t keepalive() const { return cumulo_keepalive(handle()); }
 
     cumulo_api* handle() const {
         if (!state_ || !state_->api) throw Error(CUMULO_E_CLOSED, "instance is closed");

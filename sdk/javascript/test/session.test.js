@@ -41,8 +41,8 @@ test('handshake: HELLO carries the options, accessors come from WELCOME', T, asy
   assert.deepEqual(
     [api.nodeId, api.instanceId, api.processIndex, api.processCount, api.threadCount, api.window,
       api.maxFrame, api.timeoutAsync, api.timeoutSync, api.timeoutTerminate, api.priorityDefault,
-      api.keepalive, api.prefix],
-    [9, 42, 1, 2, 3, 3, 4096, 1500, 2500, 700, -3, 800, '/svc/']);
+      api.keepalive, api.prefix, api.threadIndex],
+    [9, 42, 1, 2, 3, 3, 4096, 1500, 2500, 700, -3, 800, '/svc/', 2]);
   const polling = api.poll();
   const waiting = assert.rejects(api.recvAsync({ timeout: 5000 }), isStatus(Status.SHUTTING_DOWN));
   await api.close();

@@ -32,6 +32,13 @@ impl Stream {
             Stream::Tcp(s) => s.set_read_timeout(t),
         }
     }
+
+    fn set_write_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
 }
 
 impl Read for Stream {
@@ -90,6 +97,11 @@ impl Conn {
         Ok(())
     }
 
+    /// Bounds how long a write may block (None: as long as it takes).
+    pub fn set_write_timeout(&mut self, t: Option<Duration>) -> Result<()> {
+        Ok(self.stream.set_write_timeout(t)?)
+    }
+
     /// The byte range of the next whole frame (type byte and body) in
     /// `rbuf`, if one is already buffered.
     pub fn buffered_frame(&self) -> Result<Option<(usize, usize)>> {
@@ -111,7 +123,8 @@ impl Conn {
             self.rstart = 0;
         }
         let pending = &self.rbuf[..self.rend];
-        let frame = if pending.len() >= 4 { 4 + u32::from_le_bytes(pending[..4].try_into().unwrap()) as usize } else { 0 };
+        let frame =
+            if pending.len() >= 4 { 4 + u32::from_le_bytes(pending[..4].try_into().unwrap()) as usize } else { 0 };
         let need = (self.rend + READ_CHUNK).max(frame);
         if self.rbuf.len() < need {
             self.rbuf.resize(need, 0);
@@ -139,6 +152,10 @@ impl Conn {
                     )));
                 }
                 Ok(n) => self.rend += n,
+                // A read with a timeout fails with EINTR on a handled signal
+                // even under SA_RESTART, and when the process is stopped and
+                // continued (signal(7)): read again.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                     return Ok(None);
                 }

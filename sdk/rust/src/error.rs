@@ -10,10 +10,9 @@ pub enum Error {
     Status { status: Status, message: String },
     /// The connection to the core failed.
     Io(std::io::Error),
-    /// The core sent something this SDK cannot accept.
+    /// The core sent something this SDK cannot accept (or the environment
+    /// of a managed instance is missing).
     Protocol(String),
-    /// The core asked this instance to terminate.
-    Terminated,
 }
 
 impl Error {
@@ -21,7 +20,6 @@ impl Error {
     pub fn status(&self) -> Option<Status> {
         match self {
             Error::Status { status, .. } => Some(*status),
-            Error::Terminated => Some(Status::ShuttingDown),
             _ => None,
         }
     }
@@ -33,7 +31,6 @@ impl fmt::Display for Error {
             Error::Status { status, message } => write!(f, "{status}: {message}"),
             Error::Io(e) => write!(f, "connection to the cumulo core failed: {e}"),
             Error::Protocol(m) => write!(f, "protocol error: {m}"),
-            Error::Terminated => f.write_str("terminated by the core"),
         }
     }
 }

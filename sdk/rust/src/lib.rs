@@ -13,16 +13,31 @@
 //!
 //! An [`Api`] is one instance: one connection to the core, used by one
 //! thread. [`run`] starts the `CUMULO_THREAD_COUNT` threads the core asked
-//! for, each with its own instance, and polls until the core terminates them.
-//! The protocol is specified in `proto/PROTOCOL.md`.
+//! for, each with its own instance, and polls until the core terminates them
+//! (TERMINATE makes [`Api::poll`] return `Ok(false)`). The protocol is
+//! specified in `proto/PROTOCOL.md`; the calls every SDK offers in
+//! `docs/SDK_GUIDE.md`.
 #![forbid(unsafe_code)]
 
 mod api;
 mod conn;
 mod error;
+mod inbox;
 mod run;
+mod send;
+mod serve;
+#[cfg(test)]
+mod tests;
 
 pub use api::{Answer, Api, HandlerResult, Options, Request, Response, SendOptions};
 pub use cumulo_proto::{info, Status, TransId};
 pub use error::{Error, Result};
 pub use run::{run, run_with_window};
+
+/// Decodes one frame (type byte and body). Every frame the SDK reads goes
+/// through here exactly once; the tests count the calls to check that.
+fn decode_frame(frame: &[u8]) -> Result<cumulo_proto::Frame<'_>> {
+    #[cfg(test)]
+    tests::count_decode();
+    cumulo_proto::decode(frame).map_err(|e| Error::Protocol(e.to_string()))
+}
