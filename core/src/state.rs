@@ -6,6 +6,7 @@
 
 use crate::config::{ServiceOptions, MAX_WINDOW};
 use crate::instance::{Endpoint, Instance, Origin, OwnedRequest, ServiceId};
+use crate::log_throttle::Throttle;
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
@@ -17,6 +18,11 @@ use tokio::sync::Notify;
 use tokio_util::time::{delay_queue, DelayQueue};
 
 pub type Shared = Rc<RefCell<Core>>;
+
+/// Keep-alive rounds in a row an instance that serves something may stay
+/// silent (outside every request's timeout) before it is closed as hung:
+/// one round to answer the PING, two more for a slow scheduler.
+pub const HUNG_AFTER_ROUNDS: u32 = 3;
 
 /// Settings the routing code needs on every request.
 #[derive(Debug, Clone)]
@@ -91,6 +97,16 @@ pub struct Core {
     /// internal call) instead of once per frame: clock reads were a tenth of
     /// the routing profile.
     pub now: Instant,
+    /// Connections accepted that have not finished their handshake: they
+    /// count against max_connections too.
+    pub handshaking: usize,
+    /// Warnings for connections refused over max_connections, and for
+    /// those refused in the handshake (garbage, bad version, too large,
+    /// no HELLO in time): a flood of either is one line per interval.
+    pub limit_refusals: Throttle,
+    pub handshake_refusals: Throttle,
+    /// When the previous keep-alive round ran.
+    last_keepalive: Instant,
 }
 
 /// What a connection learns when its HELLO is accepted.
@@ -124,6 +140,10 @@ impl Core {
             connection_tasks: 0,
             stats: Stats::default(),
             now: Instant::now(),
+            handshaking: 0,
+            limit_refusals: Throttle::default(),
+            handshake_refusals: Throttle::default(),
+            last_keepalive: Instant::now(),
         }
     }
 
@@ -212,6 +232,8 @@ impl Core {
                 subscriptions: Vec::new(),
                 endpoint,
                 last_rx: Instant::now(),
+                silent_rounds: 0,
+                rx_fd: None,
             },
         );
         Ok(Accepted { id, prefix, options, window, process_index: pi, process_count: pc, thread_count: tc })
@@ -249,6 +271,8 @@ impl Core {
                 subscriptions: Vec::new(),
                 endpoint: Endpoint::Internal(inbox),
                 last_rx: Instant::now(),
+                silent_rounds: 0,
+                rx_fd: None,
             },
         );
         Ok(id)
@@ -344,21 +368,28 @@ impl Core {
     }
 
     /// Keep-alive round: ping every socket instance; close those that have
-    /// been silent for 3 intervals while not inside any request's timeout.
-    /// Returns the pids of managed processes found hung, to be killed.
+    /// been silent for `HUNG_AFTER_ROUNDS` rounds in a row while not inside
+    /// any request's timeout. Returns the pids of managed processes found
+    /// hung, to be killed.
+    ///
+    /// Silence is judged by what the core could read, not by its clock: a
+    /// round counts as silent only if nothing was read from the instance
+    /// since the previous round and nothing waits unread in its socket. After
+    /// the core's event loop was stalled (a long pause, a stopped process)
+    /// the next round finds the instances' answers waiting, not missing.
     pub fn keepalive_tick(&mut self, now: Instant, nonce: u64) -> Vec<u32> {
         self.now = now;
-        let inflight = &self.inflight;
-        self.parked.retain(|q| inflight.contains_key(&q.trans_id));
-        let limit = self.limits.keepalive * 3;
+        let previous = std::mem::replace(&mut self.last_keepalive, now);
         let mut hung = Vec::new();
-        for inst in self.instances.values() {
+        for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
             out.push(|b| cumulo_proto::encode_ping(b, cumulo_proto::kind::PING, nonce));
+            let heard = inst.last_rx >= previous || inst.rx_fd.is_some_and(|fd| crate::os::bytes_waiting(fd) > 0);
+            inst.silent_rounds = if heard { 0 } else { inst.silent_rounds.saturating_add(1) };
             // Only an instance that serves something can be hung: a pure
             // sender (a tool idle between calls) is left alone.
             let serves = !inst.subscriptions.is_empty() || !inst.delivered.is_empty();
-            let silent = serves && now.saturating_duration_since(inst.last_rx) > limit;
+            let silent = serves && inst.silent_rounds >= HUNG_AFTER_ROUNDS;
             let busy_in_time =
                 inst.delivered.iter().any(|t| self.inflight.get(t).is_some_and(|f| f.deadline > now));
             if silent && !busy_in_time {
@@ -368,7 +399,12 @@ impl Core {
         let mut pids = Vec::new();
         for id in &hung {
             if let Some(inst) = self.instances.get(id) {
-                tracing::warn!(instance = id, "{} sent nothing for {:?}: closing it as hung", inst.label, limit);
+                let silent_for = self.now.saturating_duration_since(inst.last_rx);
+                tracing::warn!(
+                    instance = id,
+                    "{} sent nothing for {HUNG_AFTER_ROUNDS} keep-alive rounds ({silent_for:?}): closing it as hung",
+                    inst.label
+                );
                 if let Endpoint::Socket(out) = &inst.endpoint {
                     out.close();
                 }
