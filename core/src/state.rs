@@ -5,6 +5,7 @@
 //! holds the state and the lifecycle of instances.
 
 use crate::config::{ServiceOptions, MAX_WINDOW};
+use crate::held::{Held, Holds};
 use crate::instance::{Endpoint, Instance, Origin, OwnedRequest, ServiceId};
 use crate::log_throttle::Throttle;
 use crate::metrics::{ServiceMetrics, Stats};
@@ -12,6 +13,7 @@ use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
 use cumulo_proto::{Status, TransId, TransIdGen};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -32,6 +34,9 @@ pub struct Limits {
     pub max_outbox: usize,
     /// Requests waiting for a subscriber, core-wide, at most.
     pub max_parked: usize,
+    /// Bytes of queued and parked requests, core-wide and per sender, at most.
+    pub max_queued_bytes: usize,
+    pub max_sender_queued_bytes: usize,
     /// Time a new connection has to send HELLO.
     pub hello_timeout: Duration,
     pub keepalive: Duration,
@@ -52,6 +57,8 @@ pub struct InFlight {
     pub timer: delay_queue::Key,
     /// REQUEST flags to keep when the request is forwarded.
     pub flags: u8,
+    /// Where it waits, if it is queued or parked.
+    pub held: Held,
 }
 
 /// A managed process as the core knows it (the supervisor owns the OS side).
@@ -83,8 +90,11 @@ pub struct Core {
     pub inflight: AHashMap<TransId, InFlight>,
     pub timers: DelayQueue<TransId>,
     pub timers_wake: Rc<Notify>,
-    /// Requests waiting for a subscriber (WAIT_FOR_SERVICE).
-    pub parked: Vec<OwnedRequest>,
+    /// Requests waiting for a subscriber (WAIT_FOR_SERVICE), by arrival.
+    pub parked: BTreeMap<u64, OwnedRequest>,
+    pub next_parked: u64,
+    /// What queued and parked requests weigh, per sender and in total.
+    pub holds: Holds,
     /// trans_ids of requests the core originates (multicast copies).
     pub ids: TransIdGen,
     pub processes: AHashMap<Rc<str>, ProcessSlot>,
@@ -133,7 +143,9 @@ impl Core {
             inflight: AHashMap::new(),
             timers: DelayQueue::new(),
             timers_wake: Rc::new(Notify::new()),
-            parked: Vec::new(),
+            parked: BTreeMap::new(),
+            next_parked: 0,
+            holds: Holds::default(),
             ids: TransIdGen::new(node_id, 0),
             processes: AHashMap::new(),
             shutting_down: false,
@@ -282,6 +294,10 @@ impl Core {
     /// subscriptions end, requests it was handling fail with CRASHED at once,
     /// and requests still queued for it go to another instance.
     pub fn remove_instance(&mut self, id: InstanceId, why: &str) {
+        if !self.instances.contains_key(&id) {
+            return;
+        }
+        self.drop_held_of(id);
         let Some(mut inst) = self.instances.remove(&id) else { return };
         for p in &inst.subscriptions {
             self.registry.unsubscribe(p, id);
@@ -304,6 +320,7 @@ impl Core {
         }
         let queued: Vec<OwnedRequest> = inst.queue.drain().collect();
         for q in queued {
+            self.holds.release(&q);
             if self.inflight.contains_key(&q.trans_id) {
                 self.reroute(q);
             }
@@ -348,18 +365,16 @@ impl Core {
     pub fn expire(&mut self, tid: TransId) {
         self.now = Instant::now();
         let Some(f) = self.inflight.remove(&tid) else { return };
+        // Out of its queue or the parked ones now: a dead request must not
+        // hold a place under the limits, nor its payload's memory.
+        self.unhold(f.held, f.dest);
         self.stats.timeouts += 1;
         if let Some(i) = self.instances.get(&f.dest) {
             i.metrics.failed(Status::Timeout);
         }
         let where_ = match self.instances.get_mut(&f.dest) {
             Some(i) if i.delivered.contains(&tid) => format!("being handled by {}", i.label),
-            Some(i) => {
-                // Out of the queue now: a dead request must not hold a place
-                // under queue_limit, nor its payload's memory.
-                i.queue.remove_first(|q| q.trans_id == tid);
-                format!("queued for {}", i.label)
-            }
+            Some(i) => format!("queued for {}", i.label),
             None if f.dest == 0 => "waiting for a service to subscribe".to_string(),
             None => "its instance is gone".to_string(),
         };
@@ -420,11 +435,12 @@ impl Core {
     pub fn begin_shutdown(&mut self, terminate_ms: u32) {
         self.shutting_down = true;
         let mut queued: Vec<(OwnedRequest, Option<Rc<ServiceMetrics>>)> =
-            std::mem::take(&mut self.parked).into_iter().map(|q| (q, None)).collect();
+            std::mem::take(&mut self.parked).into_values().map(|q| (q, None)).collect();
         for inst in self.instances.values_mut() {
             let m = inst.metrics.clone();
             queued.extend(inst.queue.drain().map(|q| (q, Some(m.clone()))));
         }
+        self.holds.clear();
         for (q, metrics) in queued {
             if let Some(f) = self.inflight.remove(&q.trans_id) {
                 self.timers.remove(&f.timer);
@@ -489,6 +505,7 @@ impl Core {
             }
         }
         for (q, metrics) in queued {
+            self.holds.release(&q);
             if !self.inflight.contains_key(&q.trans_id) {
                 continue;
             }
