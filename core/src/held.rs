@@ -175,3 +175,46 @@ impl Core {
         tracing::info!(instance = sender, "{label} went away: dropped the {n} requests it had waiting (nobody can receive their answers)");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn request(sender: InstanceId, n: u8, payload: usize) -> OwnedRequest {
+        let mut trans_id = [0u8; 16];
+        trans_id[0] = n;
+        OwnedRequest {
+            trans_id: TransId(trans_id),
+            sender,
+            deadline: Instant::now(),
+            priority: 0,
+            flags: 0,
+            wait_for_service: false,
+            name: "/a/b".into(),
+            pattern: None,
+            request_info: Box::new([]),
+            request: vec![0; payload].into(),
+        }
+    }
+
+    fn limits(per_sender: usize, total: usize) -> Limits {
+        Limits { max_sender_queued_bytes: per_sender, max_queued_bytes: total, ..crate::fuzzing::small_limits() }
+    }
+
+    #[test]
+    fn room_is_counted_per_sender_and_in_total() {
+        let l = limits(2000, 3500);
+        let mut h = Holds::default();
+        let a = request(1, 1, 1000);
+        assert_eq!(a.held_bytes(), 1000 + 4 + REQUEST_OVERHEAD);
+        h.hold(&a);
+        assert!(h.room(1, 1000, &l).unwrap_err().contains("max_sender_queued_bytes"));
+        h.hold(&request(2, 2, 1500));
+        assert!(h.room(3, 1000, &l).unwrap_err().contains("max_queued_bytes"));
+        assert!(h.room(3, 100, &l).is_ok());
+        h.release(&a);
+        assert_eq!((h.of_sender(1), h.total()), (0, 1500 + 4 + REQUEST_OVERHEAD));
+        assert!(h.room(1, 1000, &l).is_ok());
+    }
+}
