@@ -41,10 +41,14 @@ pub struct Holds {
     senders: AHashMap<InstanceId, SenderHolds>,
 }
 
+/// What holding a request costs the core, bytes.
+pub fn weight(name: &str, request_info: &[u8], request: &[u8]) -> usize {
+    name.len() + request_info.len() + request.len() + REQUEST_OVERHEAD
+}
+
 impl OwnedRequest {
-    /// What holding it costs the core, bytes.
     pub fn held_bytes(&self) -> usize {
-        self.name.len() + self.request_info.len() + self.request.len() + REQUEST_OVERHEAD
+        weight(&self.name, &self.request_info, &self.request)
     }
 }
 
@@ -172,7 +176,10 @@ impl Core {
             }
         }
         let label = self.instances.get(&sender).map_or("a sender", |i| i.label.as_str());
-        tracing::info!(instance = sender, "{label} went away: dropped the {n} requests it had waiting (nobody can receive their answers)");
+        tracing::info!(
+            instance = sender,
+            "{label} went away: dropped the {n} requests it had waiting (nobody can receive their answers)"
+        );
     }
 }
 

@@ -243,8 +243,8 @@ impl Core {
         let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
-                let owned = r.to_owned(None);
-                if let Err(why) = self.holds.room(r.sender, owned.held_bytes(), &self.limits) {
+                let bytes = crate::held::weight(r.name, r.request_info, r.request);
+                if let Err(why) = self.holds.room(r.sender, bytes, &self.limits) {
                     self.stats.queue_full += 1;
                     let msg = format!("no service subscribes '{}' yet, and {why}", r.name);
                     return self.fail(r, rerouted, Status::QueueFull, msg);
@@ -264,7 +264,7 @@ impl Core {
                 } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
                     f.dest = 0;
                 }
-                self.park(owned);
+                self.park(r.to_owned(None));
                 return;
             }
             return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
@@ -312,7 +312,7 @@ impl Core {
     /// all), so that no peer can make the core hold unbounded memory.
     fn queue_room(&self, dest: InstanceId, r: &Route<'_>) -> Result<(), String> {
         let Some(inst) = self.instances.get(&dest) else { return Ok(()) };
-        let bytes = r.name.len() + r.request_info.len() + r.request.len() + crate::held::REQUEST_OVERHEAD;
+        let bytes = crate::held::weight(r.name, r.request_info, r.request);
         let (n, held) = (inst.queue.len(), inst.queue.bytes());
         if n >= inst.options.queue_limit as usize {
             return Err(format!("queue of {} is full ({n} requests, queue_limit)", inst.label));
