@@ -24,6 +24,16 @@ pub const DEFAULT_HELLO_TIMEOUT_MS: u32 = 10_000;
 /// core-wide: each holds its payload until its timeout, so without a cap a
 /// sender could make the core hold any amount of memory.
 pub const DEFAULT_MAX_PARKED: u32 = 10_000;
+/// Default cap on bytes of requests waiting in the core (queued for an
+/// instance or parked for a subscriber), core-wide (256 MiB): the most the
+/// core's memory can grow by for requests nobody is taking yet.
+pub const DEFAULT_MAX_QUEUED_BYTES: u64 = 256 * 1024 * 1024;
+/// Default cap on those bytes from one sender (64 MiB, as max_outbox): one
+/// peer may not take the whole core-wide allowance from the others.
+pub const DEFAULT_MAX_SENDER_QUEUED_BYTES: u64 = 64 * 1024 * 1024;
+/// Default per-instance queue limit, bytes (64 MiB, as max_outbox): what
+/// one instance that stops taking requests can make the core hold.
+pub const DEFAULT_QUEUE_SIZE: u32 = 64 * 1024 * 1024;
 /// Default keep-alive interval, ms.
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.
@@ -77,6 +87,8 @@ pub struct CoreConfig {
     pub max_connections: u32,
     pub max_outbox: u32,
     pub max_parked: u32,
+    pub max_queued_bytes: u64,
+    pub max_sender_queued_bytes: u64,
     pub hello_timeout: u32,
     pub keepalive: u32,
     pub allow_unmanaged: bool,
@@ -95,6 +107,8 @@ impl Default for CoreConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_outbox: DEFAULT_MAX_OUTBOX,
             max_parked: DEFAULT_MAX_PARKED,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            max_sender_queued_bytes: DEFAULT_MAX_SENDER_QUEUED_BYTES,
             hello_timeout: DEFAULT_HELLO_TIMEOUT_MS,
             keepalive: DEFAULT_KEEPALIVE_MS,
             allow_unmanaged: true,
@@ -141,6 +155,8 @@ pub struct ServiceOptions {
     pub timeout_terminate: u32,
     pub priority_default: i8,
     pub queue_limit: u32,
+    /// Bytes its queue may hold (CloudI's queue_size, there in kB).
+    pub queue_size: u32,
     pub max_window: u32,
 }
 
@@ -154,6 +170,7 @@ impl Default for ServiceOptions {
             timeout_terminate: 2_000,
             priority_default: 0,
             queue_limit: DEFAULT_QUEUE_LIMIT,
+            queue_size: DEFAULT_QUEUE_SIZE,
             max_window: MAX_WINDOW,
         }
     }
@@ -188,6 +205,7 @@ pub struct ServiceConfig {
     pub timeout_terminate: u32,
     pub priority_default: i8,
     pub queue_limit: u32,
+    pub queue_size: u32,
     pub max_window: u32,
     /// Settings of an internal service (each documents its own).
     pub settings: toml::Table,
@@ -216,6 +234,7 @@ impl Default for ServiceConfig {
             timeout_terminate: o.timeout_terminate,
             priority_default: o.priority_default,
             queue_limit: o.queue_limit,
+            queue_size: o.queue_size,
             max_window: o.max_window,
             settings: toml::Table::new(),
         }
@@ -232,6 +251,7 @@ impl ServiceConfig {
             timeout_terminate: self.timeout_terminate,
             priority_default: self.priority_default,
             queue_limit: self.queue_limit,
+            queue_size: self.queue_size,
             max_window: self.max_window,
         }
     }
@@ -310,6 +330,12 @@ impl Config {
         }
         if c.max_outbox < c.max_frame {
             return err("core.max_outbox", "must be at least core.max_frame");
+        }
+        if c.max_sender_queued_bytes < c.max_frame as u64 {
+            return err("core.max_sender_queued_bytes", "must be at least core.max_frame");
+        }
+        if c.max_queued_bytes < c.max_sender_queued_bytes {
+            return err("core.max_queued_bytes", "must be at least core.max_sender_queued_bytes");
         }
         if c.hello_timeout < 100 {
             return err("core.hello_timeout", "must be at least 100 ms");
@@ -422,6 +448,7 @@ fn validate_options(at: &str, o: &ServiceOptions) -> Result<(), (String, String)
     check(o.timeout_sync > 0, "timeout_sync", "must be at least 1 ms")?;
     check(o.timeout_init > 0, "timeout_init", "must be at least 1 ms")?;
     check(o.queue_limit > 0, "queue_limit", "must be at least 1")?;
+    check(o.queue_size >= 1024, "queue_size", "must be at least 1024 bytes")?;
     check((1..=MAX_WINDOW).contains(&o.max_window), "max_window", "must be 1 .. 1024")
 }
 

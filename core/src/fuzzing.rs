@@ -28,6 +28,8 @@ pub fn small_limits() -> Limits {
         max_frame: 64 * 1024,
         max_outbox: 1024 * 1024,
         max_parked: 64,
+        max_queued_bytes: 1024 * 1024,
+        max_sender_queued_bytes: 512 * 1024,
         hello_timeout: Duration::from_secs(10),
         keepalive: Duration::from_secs(5),
         max_connections: 16,

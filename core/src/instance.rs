@@ -9,6 +9,7 @@ use ahash::AHashMap;
 use cumulo_proto::{Status, TransId};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -199,7 +200,16 @@ pub struct Instance {
     pub queue: PriorityQueue<OwnedRequest>,
     pub subscriptions: Vec<Rc<str>>,
     pub endpoint: Endpoint,
+    /// When its reader last took bytes from it.
     pub last_rx: Instant,
+    /// Keep-alive rounds in a row in which nothing came from it: nothing
+    /// read since the previous round, nor waiting unread in its socket.
+    /// Counted in rounds, not clock time, so that time the core itself
+    /// could not read (its event loop stalled) never counts against it.
+    pub silent_rounds: u32,
+    /// Its socket's read side, to see whether bytes wait in it unread
+    /// (none for internal instances and in-memory streams).
+    pub rx_fd: Option<RawFd>,
 }
 
 impl Instance {

@@ -23,6 +23,7 @@ pub mod config;
 pub mod daemon;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod held;
 pub mod instance;
 pub mod internal;
 pub mod listener;

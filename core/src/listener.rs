@@ -8,6 +8,7 @@ use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
 use crate::state::Shared;
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
@@ -16,6 +17,12 @@ use tokio::net::{TcpListener, UnixListener};
 
 /// Bytes read per system call at most; also the initial buffer size.
 const READ_CHUNK: usize = 64 * 1024;
+/// The largest HELLO there can be, bytes after the length prefix: type
+/// (1), version (2), window (4), thread_index (4), and two `str` fields of
+/// at most 2 + 65535 bytes each (PROTOCOL.md 4.1). A longer first frame is
+/// refused before its body is read: until HELLO nobody knows the peer, and
+/// it may not make the core buffer max_frame bytes.
+pub const MAX_HELLO_FRAME: u32 = 1 + 2 + 4 + 4 + 2 * (2 + u16::MAX as u32);
 /// How long buffered frames (an ERROR, say) may take to leave once the core
 /// has closed a connection, before the connection is dropped regardless.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -49,8 +56,14 @@ pub async fn serve_unix(core: Shared, listener: UnixListener) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                // A Unix peer has no address: its pid names it in logs.
+                let label = match stream.peer_cred().ok().and_then(|c| c.pid()) {
+                    Some(pid) => format!("pid {pid}"),
+                    None => "a local process".to_string(),
+                };
+                let peer = Peer { label, fd: Some(stream.as_raw_fd()) };
                 let (rd, wr) = stream.into_split();
-                tokio::task::spawn_local(connection(core.clone(), rd, wr));
+                tokio::task::spawn_local(connection_from(core.clone(), rd, wr, peer));
             }
             Err(e) => accept_error(e, &mut warnings).await,
         }
@@ -61,10 +74,11 @@ pub async fn serve_tcp(core: Shared, listener: TcpListener) {
     let mut warnings = Throttle::default();
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => {
+            Ok((stream, addr)) => {
                 let _ = stream.set_nodelay(true);
+                let peer = Peer { label: addr.to_string(), fd: Some(stream.as_raw_fd()) };
                 let (rd, wr) = stream.into_split();
-                tokio::task::spawn_local(connection(core.clone(), rd, wr));
+                tokio::task::spawn_local(connection_from(core.clone(), rd, wr, peer));
             }
             Err(e) => accept_error(e, &mut warnings).await,
         }
@@ -91,9 +105,11 @@ impl ReadBuf {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        let room = want.max(READ_CHUNK);
+        // Room for the rest of the frame being read (or a chunk), exactly:
+        // the buffer never grows past one frame plus a chunk.
+        let room = want.saturating_sub(self.buf.len()).max(READ_CHUNK);
         if self.buf.capacity() - self.buf.len() < room {
-            self.buf.reserve(room);
+            self.buf.reserve_exact(room);
         }
         Ok(rd.read_buf(&mut self.buf).await? > 0)
     }
@@ -105,87 +121,93 @@ async fn write_error<W: AsyncWrite + Unpin>(wr: &mut W, status: Status, message:
     let _ = tokio::time::timeout(CLOSE_GRACE, wr.write_all(&out)).await;
 }
 
+/// Who is at the other end of a connection (for logs) and its socket's
+/// read side (for the keep-alive check).
+pub struct Peer {
+    pub label: String,
+    pub fd: Option<RawFd>,
+}
+
 /// Serves one instance connection from handshake to close. Any byte
 /// stream will do: the listeners pass sockets, the fuzz targets in-memory
 /// streams.
-pub async fn connection<R, W>(core: Shared, mut rd: R, mut wr: W)
+pub async fn connection<R, W>(core: Shared, rd: R, wr: W)
 where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,
 {
-    let (max_frame, max_outbox, hello_timeout) = {
+    connection_from(core, rd, wr, Peer { label: "an in-memory peer".into(), fd: None }).await
+}
+
+/// A connection refused before it became an instance: the ERROR it gets.
+struct Refusal {
+    status: Status,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: Status, message: impl Into<String>) -> Refusal {
+        Refusal { status, message: message.into() }
+    }
+}
+
+/// Counts a connection in the handshake against core.max_connections
+/// until it is admitted or refused.
+struct Handshaking(Shared);
+
+impl Drop for Handshaking {
+    fn drop(&mut self) {
+        self.0.borrow_mut().handshaking -= 1;
+    }
+}
+
+/// As `connection`, naming the peer in logs.
+pub async fn connection_from<R, W>(core: Shared, mut rd: R, mut wr: W, peer: Peer)
+where
+    R: AsyncRead + Unpin + 'static,
+    W: AsyncWrite + Unpin + 'static,
+{
+    let (max_frame, max_outbox) = {
         let c = core.borrow();
-        (c.limits.max_frame, c.limits.max_outbox, c.limits.hello_timeout)
+        (c.limits.max_frame, c.limits.max_outbox)
+    };
+    // A connection holds a descriptor and a buffer from its first byte: it
+    // counts against core.max_connections before it says HELLO.
+    let handshaking = {
+        let mut c = core.borrow_mut();
+        let max = c.limits.max_connections as usize;
+        if c.instances.len() + c.handshaking >= max {
+            let msg = format!("connection limit reached ({max} connections, core.max_connections)");
+            c.limit_refusals.warn(|n| {
+                format!("refused {n} connection(s) over core.max_connections ({max}); last from {}", peer.label)
+            });
+            drop(c);
+            return write_error(&mut wr, Status::InvalidArgument, &msg).await;
+        }
+        c.handshaking += 1;
+        Handshaking(core.clone())
     };
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
-
-    // Handshake: the first frame must be HELLO, within core.hello_timeout: a
-    // client that connects and never speaks holds a descriptor no longer.
-    let hello = tokio::time::timeout(hello_timeout, async {
-        loop {
-            match next_frame_len(&rb.buf, max_frame) {
-                Ok(Some(total)) => return Ok(total),
-                Ok(None) => match rb.fill(&mut rd, 0).await {
-                    Ok(true) => {}
-                    _ => return Err(None),
-                },
-                Err(e) => return Err(Some(e)),
-            }
-        }
-    })
-    .await;
-    let total = match hello {
-        Ok(Ok(total)) => total,
-        Ok(Err(None)) => return, // closed before speaking
-        Ok(Err(Some(e))) => return write_error(&mut wr, e.status(), &e.to_string()).await,
-        Err(_) => {
-            let msg = format!("no HELLO within {} ms of connecting (core.hello_timeout)", hello_timeout.as_millis());
-            return write_error(&mut wr, Status::Protocol, &msg).await;
-        }
-    };
     let outbox = Outbox::new(max_outbox);
-    let (id, prefix_for_log) = match decode(&rb.buf[LEN_PREFIX..total]) {
-        Ok(Frame::Hello(h)) if h.version == 0 => {
-            let msg = format!("protocol version {} is not supported; this core speaks {}", h.version, cumulo_proto::VERSION);
-            return write_error(&mut wr, Status::UnsupportedVersion, &msg).await;
-        }
-        Ok(Frame::Hello(h)) => {
-            let mut c = core.borrow_mut();
-            match c.admit(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone())) {
-                Ok(a) => {
-                    let w = cumulo_proto::Welcome {
-                        version: cumulo_proto::VERSION,
-                        node_id: c.limits.node_id,
-                        instance_id: a.id,
-                        process_index: a.process_index,
-                        process_count: a.process_count,
-                        thread_count: a.thread_count,
-                        window: a.window,
-                        max_frame,
-                        timeout_async: a.options.timeout_async,
-                        timeout_sync: a.options.timeout_sync,
-                        timeout_terminate: a.options.timeout_terminate,
-                        priority_default: a.options.priority_default,
-                        keepalive: c.limits.keepalive.as_millis() as u32,
-                        prefix: &a.prefix,
-                    };
-                    outbox.push(|b| cumulo_proto::encode_welcome(b, &w));
-                    c.connection_tasks += 1;
-                    (a.id, a.prefix.clone())
-                }
-                Err((status, msg)) => {
-                    drop(c);
-                    tracing::warn!("refused a connection: {msg}");
-                    return write_error(&mut wr, status, &msg).await;
-                }
-            }
-        }
-        Ok(other) => {
-            let msg = format!("expected HELLO first, got {}", other.type_name());
-            return write_error(&mut wr, Status::Protocol, &msg).await;
-        }
-        Err(e) => return write_error(&mut wr, e.status(), &e.to_string()).await,
+    let admitted = match read_hello(&core, &mut rd, &mut rb).await {
+        Ok(total) => admit(&core, &rb.buf[LEN_PREFIX..total], &outbox, max_frame, peer.fd).map(|id| (id, total)),
+        Err(r) => Err(r),
     };
+    drop(handshaking);
+    let (id, total) = match admitted {
+        Ok(a) => a,
+        Err(None) => return, // closed before speaking
+        Err(Some(r)) => {
+            {
+                let mut c = core.borrow_mut();
+                c.handshake_refusals.warn(|n| {
+                    format!("refused {n} connection(s) in the handshake; last from {}: {}", peer.label, r.message)
+                });
+            }
+            return write_error(&mut wr, r.status, &r.message).await;
+        }
+    };
+    let prefix_for_log = core.borrow().instances.get(&id).map_or_else(|| Rc::from(""), |i| i.prefix.clone());
     rb.start = total;
     let writer = tokio::task::spawn_local(write_loop(outbox.clone(), wr));
     let why = read_loop(&core, id, &mut rd, &mut rb, &outbox, max_frame).await;
@@ -204,6 +226,94 @@ where
     outbox.close();
     let _ = writer.await;
     core.borrow_mut().connection_tasks -= 1;
+}
+
+/// Reads the first frame, which must be HELLO, within core.hello_timeout:
+/// a client that connects and never speaks holds a descriptor no longer.
+/// Returns its length (prefix included); `Err(None)` when the peer closed.
+async fn read_hello<R: AsyncRead + Unpin>(
+    core: &Shared,
+    rd: &mut R,
+    rb: &mut ReadBuf,
+) -> Result<usize, Option<Refusal>> {
+    let (max_frame, hello_timeout) = {
+        let c = core.borrow();
+        (c.limits.max_frame, c.limits.hello_timeout)
+    };
+    let limit = MAX_HELLO_FRAME.min(max_frame);
+    let read = tokio::time::timeout(hello_timeout, async {
+        loop {
+            match next_frame_len(&rb.buf, limit) {
+                Ok(Some(total)) => return Ok(total),
+                Ok(None) => match rb.fill(rd, 0).await {
+                    Ok(true) => {}
+                    _ => return Err(None),
+                },
+                Err(DecodeError::TooLarge { len, .. }) => {
+                    let msg = format!("the first frame announces {len} bytes; a HELLO is at most {limit}");
+                    return Err(Some(Refusal::new(Status::TooLarge, msg)));
+                }
+                Err(e) => return Err(Some(Refusal::new(e.status(), e.to_string()))),
+            }
+        }
+    })
+    .await;
+    read.unwrap_or_else(|_| {
+        let msg = format!("no HELLO within {} ms of connecting (core.hello_timeout)", hello_timeout.as_millis());
+        Err(Some(Refusal::new(Status::Protocol, msg)))
+    })
+}
+
+/// Admits the connection that sent `frame` as its first frame (HELLO):
+/// queues its WELCOME and returns its instance id.
+fn admit(
+    core: &Shared,
+    frame: &[u8],
+    outbox: &Rc<Outbox>,
+    max_frame: u32,
+    fd: Option<RawFd>,
+) -> Result<InstanceId, Option<Refusal>> {
+    let h = match decode(frame) {
+        Ok(Frame::Hello(h)) => h,
+        Ok(other) => {
+            return Err(Some(Refusal::new(
+                Status::Protocol,
+                format!("expected HELLO first, got {}", other.type_name()),
+            )))
+        }
+        Err(e) => return Err(Some(Refusal::new(e.status(), e.to_string()))),
+    };
+    if h.version == 0 {
+        let msg =
+            format!("protocol version {} is not supported; this core speaks {}", h.version, cumulo_proto::VERSION);
+        return Err(Some(Refusal::new(Status::UnsupportedVersion, msg)));
+    }
+    let mut c = core.borrow_mut();
+    let a = c
+        .admit(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone()))
+        .map_err(|(status, msg)| Some(Refusal::new(status, msg)))?;
+    let w = cumulo_proto::Welcome {
+        version: cumulo_proto::VERSION,
+        node_id: c.limits.node_id,
+        instance_id: a.id,
+        process_index: a.process_index,
+        process_count: a.process_count,
+        thread_count: a.thread_count,
+        window: a.window,
+        max_frame,
+        timeout_async: a.options.timeout_async,
+        timeout_sync: a.options.timeout_sync,
+        timeout_terminate: a.options.timeout_terminate,
+        priority_default: a.options.priority_default,
+        keepalive: c.limits.keepalive.as_millis() as u32,
+        prefix: &a.prefix,
+    };
+    outbox.push(|b| cumulo_proto::encode_welcome(b, &w));
+    c.connection_tasks += 1;
+    if let Some(inst) = c.instances.get_mut(&a.id) {
+        inst.rx_fd = fd;
+    }
+    Ok(a.id)
 }
 
 /// Reads and routes frames until the connection ends; returns why it ended.

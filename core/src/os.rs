@@ -83,3 +83,14 @@ pub fn page_size() -> u64 {
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 { v as u64 } else { 4096 }
 }
+
+/// Bytes received on a socket and not read yet (FIONREAD); 0 on error.
+/// The keep-alive check uses it: what waits unread was sent, whether or
+/// not the core has had the chance to read it.
+pub fn bytes_waiting(fd: std::os::fd::RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points
+    // to a live local; an fd that is not a socket just makes it fail.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if r == 0 && n > 0 { n as usize } else { 0 }
+}

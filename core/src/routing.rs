@@ -4,6 +4,7 @@
 //! or an error (NO_SERVICE, QUEUE_FULL, TIMEOUT, CRASHED, SHUTTING_DOWN).
 
 use crate::config::DestRefresh;
+use crate::held::Held;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
@@ -166,10 +167,8 @@ impl Core {
             inst.subscriptions.push(key);
         }
         if !self.parked.is_empty() {
-            for q in std::mem::take(&mut self.parked) {
-                if self.inflight.contains_key(&q.trans_id) {
-                    self.reroute(q);
-                }
+            for q in self.unpark_all() {
+                self.reroute(q);
             }
         }
         Ok(())
@@ -244,11 +243,11 @@ impl Core {
         let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
-                if self.parked.len() >= self.limits.max_parked {
-                    // Entries that timed out stay until the keep-alive round
-                    // sweeps them: sweep now before refusing.
-                    let inflight = &self.inflight;
-                    self.parked.retain(|q| inflight.contains_key(&q.trans_id));
+                let bytes = crate::held::weight(r.name, r.request_info, r.request);
+                if let Err(why) = self.holds.room(r.sender, bytes, &self.limits) {
+                    self.stats.queue_full += 1;
+                    let msg = format!("no service subscribes '{}' yet, and {why}", r.name);
+                    return self.fail(r, rerouted, Status::QueueFull, msg);
                 }
                 if self.parked.len() >= self.limits.max_parked {
                     self.stats.queue_full += 1;
@@ -261,11 +260,11 @@ impl Core {
                 if !rerouted {
                     let timer = self.arm_timer(r.trans_id, r.deadline);
                     let accepted = accepted_at(r.deadline, timeout_ms);
-                    self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
+                    self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags, held: Held::No });
                 } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
                     f.dest = 0;
                 }
-                self.parked.push(r.to_owned(None));
+                self.park(r.to_owned(None));
                 return;
             }
             return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
@@ -276,29 +275,55 @@ impl Core {
             return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
         };
         let deliver_now = inst.has_room() && inst.queue.is_empty();
-        if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
-            let msg = format!("queue of {} is full ({} requests, queue_limit)", inst.label, inst.queue.len());
-            self.stats.queue_full += 1;
-            inst.metrics.failed(Status::QueueFull);
-            return self.fail(r, rerouted, Status::QueueFull, msg);
+        if !deliver_now {
+            if let Err(msg) = self.queue_room(dest, r) {
+                self.stats.queue_full += 1;
+                if let Some(inst) = self.instances.get(&dest) {
+                    inst.metrics.failed(Status::QueueFull);
+                }
+                return self.fail(r, rerouted, Status::QueueFull, msg);
+            }
         }
+        let inst = &self.instances[&dest];
         bump(&inst.metrics.received);
         if rerouted {
             if let Some(f) = self.inflight.get_mut(&r.trans_id) {
                 f.dest = dest;
+                f.held = Held::No;
             }
         } else {
             let timer = self.arm_timer(r.trans_id, r.deadline);
             let accepted = accepted_at(r.deadline, timeout_ms);
-            self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags });
+            self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags, held: Held::No });
         }
         let node = self.limits.node_id;
-        let inst = self.instances.get_mut(&dest).unwrap();
         if deliver_now {
+            let inst = self.instances.get_mut(&dest).unwrap();
             deliver(inst, r, &pattern, node, self.now);
         } else {
-            inst.queue.push(r.priority, r.to_owned(Some(pattern)));
+            self.enqueue(dest, r.to_owned(Some(pattern)));
         }
+    }
+
+    /// Whether instance `dest`'s queue, the request's sender and the core
+    /// have room for `r`; if not, the message of its QUEUE_FULL. Bounded by
+    /// count (queue_limit) and by bytes (queue_size per instance,
+    /// core.max_sender_queued_bytes per sender, core.max_queued_bytes in
+    /// all), so that no peer can make the core hold unbounded memory.
+    fn queue_room(&self, dest: InstanceId, r: &Route<'_>) -> Result<(), String> {
+        let Some(inst) = self.instances.get(&dest) else { return Ok(()) };
+        let bytes = crate::held::weight(r.name, r.request_info, r.request);
+        let (n, held) = (inst.queue.len(), inst.queue.bytes());
+        if n >= inst.options.queue_limit as usize {
+            return Err(format!("queue of {} is full ({n} requests, queue_limit)", inst.label));
+        }
+        if held + bytes > inst.options.queue_size as usize {
+            return Err(format!(
+                "queue of {} is full ({held} bytes waiting; {bytes} more would pass queue_size, {})",
+                inst.label, inst.options.queue_size
+            ));
+        }
+        self.holds.room(r.sender, bytes, &self.limits).map_err(|why| format!("queue of {}: {why}", inst.label))
     }
 
     /// Ends a request that could not be routed with an explicit error.
@@ -328,9 +353,9 @@ impl Core {
         let Some(inst) = self.instances.get_mut(&id) else { return };
         while inst.has_room() {
             let Some(q) = inst.queue.pop() else { break };
-            if !self.inflight.contains_key(&q.trans_id) {
-                continue; // timed out while queued
-            }
+            self.holds.release(&q);
+            let Some(f) = self.inflight.get_mut(&q.trans_id) else { continue };
+            f.held = Held::No;
             let pattern = q.pattern.clone().unwrap_or_else(|| Rc::from(""));
             deliver(inst, &q.route(), &pattern, node, now);
         }
@@ -417,15 +442,6 @@ impl Core {
             ids.push(tid);
             let Some(inst) = self.instances.get(&dest) else { continue };
             let deliver_now = inst.has_room() && inst.queue.is_empty();
-            if !deliver_now && inst.queue.len() >= inst.options.queue_limit as usize {
-                inst.metrics.failed(Status::QueueFull);
-                failed.push((tid, Status::QueueFull, format!("queue of {} is full", inst.label)));
-                continue;
-            }
-            bump(&inst.metrics.received);
-            let timer = self.arm_timer(tid, deadline);
-            self.inflight.insert(tid, InFlight { sender: id, dest, deadline, accepted: now, timeout_ms: timeout, timer, flags: REQUEST_MCAST });
-            self.stats.requests += 1;
             let route = Route {
                 trans_id: tid,
                 sender: id,
@@ -437,11 +453,22 @@ impl Core {
                 request_info: s.request_info,
                 request: s.request,
             };
-            let inst = self.instances.get_mut(&dest).unwrap();
+            if !deliver_now {
+                if let Err(msg) = self.queue_room(dest, &route) {
+                    inst.metrics.failed(Status::QueueFull);
+                    failed.push((tid, Status::QueueFull, msg));
+                    continue;
+                }
+            }
+            bump(&inst.metrics.received);
+            let timer = self.arm_timer(tid, deadline);
+            let f = InFlight { sender: id, dest, deadline, accepted: now, timeout_ms: timeout, timer, flags: REQUEST_MCAST, held: Held::No };
+            self.inflight.insert(tid, f);
+            self.stats.requests += 1;
             if deliver_now {
-                deliver(inst, &route, &pattern, node, now);
+                deliver(self.instances.get_mut(&dest).unwrap(), &route, &pattern, node, now);
             } else {
-                inst.queue.push(s.priority, route.to_owned(Some(pattern)));
+                self.enqueue(dest, route.to_owned(Some(pattern)));
             }
         }
         if let Some(sender) = self.instances.get(&id) {

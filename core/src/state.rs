@@ -5,18 +5,26 @@
 //! holds the state and the lifecycle of instances.
 
 use crate::config::{ServiceOptions, MAX_WINDOW};
+use crate::held::{Held, Holds};
 use crate::instance::{Endpoint, Instance, Origin, OwnedRequest, ServiceId};
+use crate::log_throttle::Throttle;
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
 use cumulo_proto::{Status, TransId, TransIdGen};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::time::{delay_queue, DelayQueue};
 
 pub type Shared = Rc<RefCell<Core>>;
+
+/// Keep-alive rounds in a row an instance that serves something may stay
+/// silent (outside every request's timeout) before it is closed as hung:
+/// one round to answer the PING, two more for a slow scheduler.
+pub const HUNG_AFTER_ROUNDS: u32 = 3;
 
 /// Settings the routing code needs on every request.
 #[derive(Debug, Clone)]
@@ -26,6 +34,9 @@ pub struct Limits {
     pub max_outbox: usize,
     /// Requests waiting for a subscriber, core-wide, at most.
     pub max_parked: usize,
+    /// Bytes of queued and parked requests, core-wide and per sender, at most.
+    pub max_queued_bytes: usize,
+    pub max_sender_queued_bytes: usize,
     /// Time a new connection has to send HELLO.
     pub hello_timeout: Duration,
     pub keepalive: Duration,
@@ -46,6 +57,8 @@ pub struct InFlight {
     pub timer: delay_queue::Key,
     /// REQUEST flags to keep when the request is forwarded.
     pub flags: u8,
+    /// Where it waits, if it is queued or parked.
+    pub held: Held,
 }
 
 /// A managed process as the core knows it (the supervisor owns the OS side).
@@ -77,8 +90,11 @@ pub struct Core {
     pub inflight: AHashMap<TransId, InFlight>,
     pub timers: DelayQueue<TransId>,
     pub timers_wake: Rc<Notify>,
-    /// Requests waiting for a subscriber (WAIT_FOR_SERVICE).
-    pub parked: Vec<OwnedRequest>,
+    /// Requests waiting for a subscriber (WAIT_FOR_SERVICE), by arrival.
+    pub parked: BTreeMap<u64, OwnedRequest>,
+    pub next_parked: u64,
+    /// What queued and parked requests weigh, per sender and in total.
+    pub holds: Holds,
     /// trans_ids of requests the core originates (multicast copies).
     pub ids: TransIdGen,
     pub processes: AHashMap<Rc<str>, ProcessSlot>,
@@ -91,6 +107,16 @@ pub struct Core {
     /// internal call) instead of once per frame: clock reads were a tenth of
     /// the routing profile.
     pub now: Instant,
+    /// Connections accepted that have not finished their handshake: they
+    /// count against max_connections too.
+    pub handshaking: usize,
+    /// Warnings for connections refused over max_connections, and for
+    /// those refused in the handshake (garbage, bad version, too large,
+    /// no HELLO in time): a flood of either is one line per interval.
+    pub limit_refusals: Throttle,
+    pub handshake_refusals: Throttle,
+    /// When the previous keep-alive round ran.
+    last_keepalive: Instant,
 }
 
 /// What a connection learns when its HELLO is accepted.
@@ -117,13 +143,19 @@ impl Core {
             inflight: AHashMap::new(),
             timers: DelayQueue::new(),
             timers_wake: Rc::new(Notify::new()),
-            parked: Vec::new(),
+            parked: BTreeMap::new(),
+            next_parked: 0,
+            holds: Holds::default(),
             ids: TransIdGen::new(node_id, 0),
             processes: AHashMap::new(),
             shutting_down: false,
             connection_tasks: 0,
             stats: Stats::default(),
             now: Instant::now(),
+            handshaking: 0,
+            limit_refusals: Throttle::default(),
+            handshake_refusals: Throttle::default(),
+            last_keepalive: Instant::now(),
         }
     }
 
@@ -212,6 +244,8 @@ impl Core {
                 subscriptions: Vec::new(),
                 endpoint,
                 last_rx: Instant::now(),
+                silent_rounds: 0,
+                rx_fd: None,
             },
         );
         Ok(Accepted { id, prefix, options, window, process_index: pi, process_count: pc, thread_count: tc })
@@ -249,6 +283,8 @@ impl Core {
                 subscriptions: Vec::new(),
                 endpoint: Endpoint::Internal(inbox),
                 last_rx: Instant::now(),
+                silent_rounds: 0,
+                rx_fd: None,
             },
         );
         Ok(id)
@@ -258,6 +294,10 @@ impl Core {
     /// subscriptions end, requests it was handling fail with CRASHED at once,
     /// and requests still queued for it go to another instance.
     pub fn remove_instance(&mut self, id: InstanceId, why: &str) {
+        if !self.instances.contains_key(&id) {
+            return;
+        }
+        self.drop_held_of(id);
         let Some(mut inst) = self.instances.remove(&id) else { return };
         for p in &inst.subscriptions {
             self.registry.unsubscribe(p, id);
@@ -280,6 +320,7 @@ impl Core {
         }
         let queued: Vec<OwnedRequest> = inst.queue.drain().collect();
         for q in queued {
+            self.holds.release(&q);
             if self.inflight.contains_key(&q.trans_id) {
                 self.reroute(q);
             }
@@ -324,18 +365,16 @@ impl Core {
     pub fn expire(&mut self, tid: TransId) {
         self.now = Instant::now();
         let Some(f) = self.inflight.remove(&tid) else { return };
+        // Out of its queue or the parked ones now: a dead request must not
+        // hold a place under the limits, nor its payload's memory.
+        self.unhold(f.held, f.dest);
         self.stats.timeouts += 1;
         if let Some(i) = self.instances.get(&f.dest) {
             i.metrics.failed(Status::Timeout);
         }
         let where_ = match self.instances.get_mut(&f.dest) {
             Some(i) if i.delivered.contains(&tid) => format!("being handled by {}", i.label),
-            Some(i) => {
-                // Out of the queue now: a dead request must not hold a place
-                // under queue_limit, nor its payload's memory.
-                i.queue.remove_first(|q| q.trans_id == tid);
-                format!("queued for {}", i.label)
-            }
+            Some(i) => format!("queued for {}", i.label),
             None if f.dest == 0 => "waiting for a service to subscribe".to_string(),
             None => "its instance is gone".to_string(),
         };
@@ -344,21 +383,28 @@ impl Core {
     }
 
     /// Keep-alive round: ping every socket instance; close those that have
-    /// been silent for 3 intervals while not inside any request's timeout.
-    /// Returns the pids of managed processes found hung, to be killed.
+    /// been silent for `HUNG_AFTER_ROUNDS` rounds in a row while not inside
+    /// any request's timeout. Returns the pids of managed processes found
+    /// hung, to be killed.
+    ///
+    /// Silence is judged by what the core could read, not by its clock: a
+    /// round counts as silent only if nothing was read from the instance
+    /// since the previous round and nothing waits unread in its socket. After
+    /// the core's event loop was stalled (a long pause, a stopped process)
+    /// the next round finds the instances' answers waiting, not missing.
     pub fn keepalive_tick(&mut self, now: Instant, nonce: u64) -> Vec<u32> {
         self.now = now;
-        let inflight = &self.inflight;
-        self.parked.retain(|q| inflight.contains_key(&q.trans_id));
-        let limit = self.limits.keepalive * 3;
+        let previous = std::mem::replace(&mut self.last_keepalive, now);
         let mut hung = Vec::new();
-        for inst in self.instances.values() {
+        for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
             out.push(|b| cumulo_proto::encode_ping(b, cumulo_proto::kind::PING, nonce));
+            let heard = inst.last_rx >= previous || inst.rx_fd.is_some_and(|fd| crate::os::bytes_waiting(fd) > 0);
+            inst.silent_rounds = if heard { 0 } else { inst.silent_rounds.saturating_add(1) };
             // Only an instance that serves something can be hung: a pure
             // sender (a tool idle between calls) is left alone.
             let serves = !inst.subscriptions.is_empty() || !inst.delivered.is_empty();
-            let silent = serves && now.saturating_duration_since(inst.last_rx) > limit;
+            let silent = serves && inst.silent_rounds >= HUNG_AFTER_ROUNDS;
             let busy_in_time =
                 inst.delivered.iter().any(|t| self.inflight.get(t).is_some_and(|f| f.deadline > now));
             if silent && !busy_in_time {
@@ -368,7 +414,12 @@ impl Core {
         let mut pids = Vec::new();
         for id in &hung {
             if let Some(inst) = self.instances.get(id) {
-                tracing::warn!(instance = id, "{} sent nothing for {:?}: closing it as hung", inst.label, limit);
+                let silent_for = self.now.saturating_duration_since(inst.last_rx);
+                tracing::warn!(
+                    instance = id,
+                    "{} sent nothing for {HUNG_AFTER_ROUNDS} keep-alive rounds ({silent_for:?}): closing it as hung",
+                    inst.label
+                );
                 if let Endpoint::Socket(out) = &inst.endpoint {
                     out.close();
                 }
@@ -384,11 +435,12 @@ impl Core {
     pub fn begin_shutdown(&mut self, terminate_ms: u32) {
         self.shutting_down = true;
         let mut queued: Vec<(OwnedRequest, Option<Rc<ServiceMetrics>>)> =
-            std::mem::take(&mut self.parked).into_iter().map(|q| (q, None)).collect();
+            std::mem::take(&mut self.parked).into_values().map(|q| (q, None)).collect();
         for inst in self.instances.values_mut() {
             let m = inst.metrics.clone();
             queued.extend(inst.queue.drain().map(|q| (q, Some(m.clone()))));
         }
+        self.holds.clear();
         for (q, metrics) in queued {
             if let Some(f) = self.inflight.remove(&q.trans_id) {
                 self.timers.remove(&f.timer);
@@ -453,6 +505,7 @@ impl Core {
             }
         }
         for (q, metrics) in queued {
+            self.holds.release(&q);
             if !self.inflight.contains_key(&q.trans_id) {
                 continue;
             }

@@ -191,6 +191,12 @@ impl Raw {
         self.stream.write_all(bytes).expect("write to the core");
     }
 
+    /// Writes what may arrive after the core already refused the
+    /// connection (and closed it): a failed write is not an error then.
+    pub fn try_write(&mut self, bytes: &[u8]) {
+        let _ = self.stream.write_all(bytes);
+    }
+
     /// The next frame, or why there is none, within `wait`.
     pub fn read(&mut self, wait: Duration) -> Got {
         let deadline = Instant::now() + wait;

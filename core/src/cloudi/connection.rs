@@ -94,6 +94,7 @@ struct Kept {
 /// side closes it. `token` and `thread_index` identify it to the core as a
 /// native HELLO would.
 pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index: u32, service: Rc<str>) {
+    let rx_fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let (mut rd, wr) = stream.into_split();
     let (max_frame, max_outbox) = {
         let c = core.borrow();
@@ -141,6 +142,9 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
                 },
             );
             c.connection_tasks += 1;
+            if let Some(inst) = c.instances.get_mut(&a.id) {
+                inst.rx_fd = Some(rx_fd); // for the keep-alive check
+            }
             let label = c.instances.get(&a.id).map_or_else(String::new, |i| i.label.clone());
             (a.id, TransIdGen::new(node_id, a.id), label, a.options.timeout_async)
         })

@@ -208,3 +208,18 @@ fn keys_named_in_the_docs_exist() {
         }
     }
 }
+
+#[test]
+fn byte_limits_on_waiting_requests_have_defaults_and_are_checked() {
+    let cfg = parse("[[service]]\nprefix = \"/a/\"\npath = \"a\"\nqueue_size = 2048\n").unwrap();
+    assert_eq!(cfg.services[0].options().queue_size, 2048);
+    assert_eq!(cfg.core.unmanaged.queue_size, DEFAULT_QUEUE_SIZE);
+    assert_eq!((cfg.core.max_queued_bytes, cfg.core.max_sender_queued_bytes), (256 << 20, 64 << 20));
+    let bad = |text: &str, field: &str| {
+        let e = parse(text).unwrap_err();
+        assert!(e.field.contains(field), "{text}: {e}");
+    };
+    bad("[[service]]\nprefix = \"/a/\"\npath = \"a\"\nqueue_size = 1000\n", "queue_size");
+    bad("[core]\nmax_sender_queued_bytes = 1024\n", "core.max_sender_queued_bytes");
+    bad("[core]\nmax_queued_bytes = 1048576\n", "core.max_queued_bytes");
+}

@@ -50,3 +50,40 @@ fn a_request_inside_its_timeout_protects_a_slow_instance() {
     assert!(r.is_ok(), "{r:?}");
     assert!(core.lines_with(&["closing it as hung"]).is_empty());
 }
+
+/// The core's event loop stalls (here: the whole process is stopped) for
+/// longer than the keep-alive window. Its instances did nothing wrong: the
+/// core could not read them. None may be closed as hung, killed or
+/// restarted, however often it happens.
+#[test]
+fn a_stalled_core_keeps_its_healthy_services() {
+    let cfg = Config::new()
+        .core("keepalive", 200)
+        .service(ts!("/a/").set("count_process", 2))
+        .service(ts!("/b/").set("count_thread", 2));
+    let core = Core::start(cfg);
+    let before = core.child_pids();
+    assert_eq!(before.len(), 3, "{before:?}");
+    for _ in 0..3 {
+        // 8 keep-alive windows without a single turn of the event loop.
+        core.signal(libc::SIGSTOP);
+        std::thread::sleep(ms(1600));
+        core.signal(libc::SIGCONT);
+        std::thread::sleep(ms(700));
+    }
+    // A few ordinary keep-alive rounds after the last stall.
+    std::thread::sleep(ms(1000));
+    assert!(
+        core.lines_with(&["closing it as hung"]).is_empty(),
+        "healthy instances were closed as hung"
+    );
+    assert_eq!(core.child_pids(), before, "service processes were restarted");
+    assert_eq!(core.service_pids().len(), 3, "no process was started again");
+    let mut api = core.client();
+    for name in ["/a/x", "/b/x"] {
+        for _ in 0..4 {
+            let r = api.send_sync(name, b"", b"after", opts(5000));
+            assert!(r.is_ok(), "{name}: {r:?}");
+        }
+    }
+}

@@ -14,6 +14,7 @@ mod malformed;
 mod mcast;
 mod no_service;
 mod priority;
+mod queue_bytes;
 mod queue_limit;
 mod restart;
 mod send_async;

@@ -1,0 +1,227 @@
+//! The requests the core holds on to (queued for an instance, or parked
+//! waiting for a subscriber) and what they weigh: bytes per sender and in
+//! total, and per sender which requests, so that a sender that goes away
+//! takes its held requests out of the core at once, in time linear in what
+//! it had held. (Bytes per instance are counted by its queue.)
+
+use crate::instance::OwnedRequest;
+use crate::queue::QueueKey;
+use crate::registry::InstanceId;
+use crate::state::{Core, Limits};
+use ahash::{AHashMap, AHashSet};
+use cumulo_proto::TransId;
+
+/// Bytes the core spends on a held request besides its payload and name:
+/// the request itself (~120 B), its in-flight entry (~80 B), its timer and
+/// index entries; rounded up, so that the byte limits also bound requests
+/// with empty payloads.
+pub const REQUEST_OVERHEAD: usize = 256;
+
+/// Where a request in flight is held, if it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Delivered, or being routed.
+    No,
+    /// In the queue of its `dest` instance.
+    Queued(QueueKey),
+    /// Parked, waiting for a subscriber, under this arrival number.
+    Parked(u64),
+}
+
+/// What one sender has held.
+#[derive(Default)]
+struct SenderHolds {
+    bytes: usize,
+    requests: AHashSet<TransId>,
+}
+
+#[derive(Default)]
+pub struct Holds {
+    total: usize,
+    senders: AHashMap<InstanceId, SenderHolds>,
+}
+
+/// What holding a request costs the core, bytes.
+pub fn weight(name: &str, request_info: &[u8], request: &[u8]) -> usize {
+    name.len() + request_info.len() + request.len() + REQUEST_OVERHEAD
+}
+
+impl OwnedRequest {
+    pub fn held_bytes(&self) -> usize {
+        weight(&self.name, &self.request_info, &self.request)
+    }
+}
+
+impl Holds {
+    /// Bytes held core-wide.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Bytes held for `sender`.
+    pub fn of_sender(&self, sender: InstanceId) -> usize {
+        self.senders.get(&sender).map_or(0, |s| s.bytes)
+    }
+
+    /// Whether `bytes` more may be held for `sender`; if not, why (the
+    /// message of its QUEUE_FULL).
+    pub fn room(&self, sender: InstanceId, bytes: usize, limits: &Limits) -> Result<(), String> {
+        let mine = self.of_sender(sender);
+        if mine + bytes > limits.max_sender_queued_bytes {
+            return Err(format!(
+                "this sender already has {mine} bytes of requests waiting in the core; {bytes} more would pass \
+                 core.max_sender_queued_bytes ({})",
+                limits.max_sender_queued_bytes
+            ));
+        }
+        if self.total + bytes > limits.max_queued_bytes {
+            return Err(format!(
+                "the core already holds {} bytes of waiting requests; {bytes} more would pass core.max_queued_bytes ({})",
+                self.total, limits.max_queued_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts a request the core starts to hold.
+    pub fn hold(&mut self, q: &OwnedRequest) {
+        let bytes = q.held_bytes();
+        self.total += bytes;
+        let s = self.senders.entry(q.sender).or_default();
+        s.bytes += bytes;
+        s.requests.insert(q.trans_id);
+    }
+
+    /// Counts a request the core no longer holds (delivered, timed out,
+    /// taken out to be routed again, dropped).
+    pub fn release(&mut self, q: &OwnedRequest) {
+        self.total -= q.held_bytes();
+        if let Some(s) = self.senders.get_mut(&q.sender) {
+            s.bytes -= q.held_bytes();
+            s.requests.remove(&q.trans_id);
+            if s.requests.is_empty() {
+                self.senders.remove(&q.sender);
+            }
+        }
+    }
+
+    /// Forgets everything (the core is shutting down and dropped it all).
+    pub fn clear(&mut self) {
+        *self = Holds::default();
+    }
+}
+
+impl Core {
+    /// Queues a request for instance `dest` (routing checked its room).
+    pub(crate) fn enqueue(&mut self, dest: InstanceId, q: OwnedRequest) {
+        let Some(inst) = self.instances.get_mut(&dest) else { return };
+        self.holds.hold(&q);
+        let (tid, bytes) = (q.trans_id, q.held_bytes());
+        let key = inst.queue.push(q.priority, q, bytes);
+        if let Some(f) = self.inflight.get_mut(&tid) {
+            f.held = Held::Queued(key);
+        }
+    }
+
+    /// Parks a request until a pattern matching its name is subscribed.
+    pub(crate) fn park(&mut self, q: OwnedRequest) {
+        self.holds.hold(&q);
+        let seq = self.next_parked;
+        self.next_parked += 1;
+        if let Some(f) = self.inflight.get_mut(&q.trans_id) {
+            f.held = Held::Parked(seq);
+        }
+        self.parked.insert(seq, q);
+    }
+
+    /// Takes a held request out of its queue or the parked ones, by where
+    /// its in-flight entry says it is.
+    pub(crate) fn unhold(&mut self, held: Held, dest: InstanceId) -> Option<OwnedRequest> {
+        let q = match held {
+            Held::No => None,
+            Held::Queued(key) => self.instances.get_mut(&dest).and_then(|i| i.queue.remove(key)),
+            Held::Parked(seq) => self.parked.remove(&seq),
+        }?;
+        self.holds.release(&q);
+        Some(q)
+    }
+
+    /// Every parked request, taken out (to be routed again), oldest first.
+    pub(crate) fn unpark_all(&mut self) -> Vec<OwnedRequest> {
+        let all: Vec<OwnedRequest> = std::mem::take(&mut self.parked).into_values().collect();
+        for q in &all {
+            self.holds.release(q);
+        }
+        all
+    }
+
+    /// A sender went away: nobody can receive the answers of the requests
+    /// it has queued or parked, so they leave the core now, timers and all,
+    /// instead of holding their bytes until they time out. Requests already
+    /// delivered stay with their handlers (they hold no payload here).
+    pub(crate) fn drop_held_of(&mut self, sender: InstanceId) {
+        let Some(s) = self.holds.senders.remove(&sender) else { return };
+        let n = s.requests.len();
+        for tid in s.requests {
+            let Some(f) = self.inflight.remove(&tid) else { continue };
+            self.timers.remove(&f.timer);
+            let q = match f.held {
+                Held::No => None,
+                Held::Queued(key) => self.instances.get_mut(&f.dest).and_then(|i| i.queue.remove(key)),
+                Held::Parked(seq) => self.parked.remove(&seq),
+            };
+            if let Some(q) = q {
+                // The sender's entry is gone: only the total is left to count.
+                self.holds.total -= q.held_bytes();
+            }
+        }
+        let label = self.instances.get(&sender).map_or("a sender", |i| i.label.as_str());
+        tracing::info!(
+            instance = sender,
+            "{label} went away: dropped the {n} requests it had waiting (nobody can receive their answers)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn request(sender: InstanceId, n: u8, payload: usize) -> OwnedRequest {
+        let mut trans_id = [0u8; 16];
+        trans_id[0] = n;
+        OwnedRequest {
+            trans_id: TransId(trans_id),
+            sender,
+            deadline: Instant::now(),
+            priority: 0,
+            flags: 0,
+            wait_for_service: false,
+            name: "/a/b".into(),
+            pattern: None,
+            request_info: Box::new([]),
+            request: vec![0; payload].into(),
+        }
+    }
+
+    fn limits(per_sender: usize, total: usize) -> Limits {
+        Limits { max_sender_queued_bytes: per_sender, max_queued_bytes: total, ..crate::fuzzing::small_limits() }
+    }
+
+    #[test]
+    fn room_is_counted_per_sender_and_in_total() {
+        let l = limits(2000, 3500);
+        let mut h = Holds::default();
+        let a = request(1, 1, 1000);
+        assert_eq!(a.held_bytes(), 1000 + 4 + REQUEST_OVERHEAD);
+        h.hold(&a);
+        assert!(h.room(1, 1000, &l).unwrap_err().contains("max_sender_queued_bytes"));
+        h.hold(&request(2, 2, 1500));
+        assert!(h.room(3, 1000, &l).unwrap_err().contains("max_queued_bytes"));
+        assert!(h.room(3, 100, &l).is_ok());
+        h.release(&a);
+        assert_eq!((h.of_sender(1), h.total()), (0, 1500 + 4 + REQUEST_OVERHEAD));
+        assert!(h.room(1, 1000, &l).is_ok());
+    }
+}
