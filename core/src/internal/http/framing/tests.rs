@@ -116,3 +116,41 @@ fn an_oversized_chunk_is_found_in_a_body_error() {
     let other = io::Error::new(io::ErrorKind::InvalidData, "invalid chunk size: overflow");
     assert!(!is_oversized_chunk(&other));
 }
+
+/// The whole gateway (hyper, the watch, the gateway) over an in-memory
+/// connection, the client writing `input` in pieces of `step` bytes and
+/// never closing: what it got, and after how long (paused clock).
+fn session(input: &[u8], step: usize) -> (String, std::time::Duration) {
+    use crate::fuzzing;
+    let settings: toml::Table = "max_body = 4096\nbody_timeout_ms = 30000".parse().unwrap();
+    fuzzing::run(async {
+        let core = fuzzing::start_core(fuzzing::small_limits()).await;
+        let started = tokio::time::Instant::now();
+        let out = fuzzing::http_session(&core, &settings, input, step).await.expect("the gateway ends the connection");
+        (String::from_utf8_lossy(&out).into_owned(), started.elapsed())
+    })
+}
+
+#[test]
+fn through_hyper_oversized_chunks_and_lengths_are_413_at_once_however_split() {
+    let chunk =
+        b"POST /echo/x HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n4\r\nabcd\r\nffffffffffffffff\r\n";
+    let length = b"POST /echo/x HTTP/1.1\r\nhost: t\r\ncontent-length: 18446744073709551615\r\n\r\n";
+    let pipelined = b"GET /echo/a?x=1 HTTP/1.1\r\nhost: t\r\n\r\nPOST /echo/x HTTP/1.1\r\nhost: t\r\ncontent-length: 18446744073709551614\r\n\r\n";
+    for step in [1, 2, 7, 64, 1000] {
+        for input in [&chunk[..], &length[..]] {
+            let (out, took) = session(input, step);
+            assert!(out.starts_with("HTTP/1.1 413 Payload Too Large\r\n"), "split {step}: {out}");
+            assert!(out.contains("max_body (4096 bytes)") && out.contains("connection: close"), "{out}");
+            assert!(took < std::time::Duration::from_secs(1), "split {step}: answered after {took:?}");
+        }
+        let (out, _) = session(pipelined, step);
+        let first = out.find("HTTP/1.1 200 OK").expect("the first request is answered");
+        assert!(out[first..].contains("HTTP/1.1 413 Payload Too Large\r\n"), "split {step}: {out}");
+        assert!(!out.contains(" 431 "), "{out}");
+    }
+    // a chunked body within max_body is served
+    let fine = b"POST /echo/x HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n4\r\nabcd\r\n0\r\n\r\n";
+    let (out, _) = session(fine, 3);
+    assert!(out.starts_with("HTTP/1.1 200 OK\r\n") && out.ends_with("abcd"), "{out}");
+}
