@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use cumulo_core::admin::LogControl;
 use cumulo_core::cli::{self, AdminArgs, ServicesCommand};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -105,8 +106,9 @@ fn init_logs(level: &str, format: LogFormat) -> LogControl {
         }
     };
     let (filter, handle) = reload::Layer::new(filter);
+    let colour = use_colour(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
     let output = match format {
-        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(colour).with_writer(std::io::stderr).boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
     };
     tracing_subscriber::registry().with(filter).with(output).init();
@@ -114,6 +116,13 @@ fn init_logs(level: &str, format: LogFormat) -> LogControl {
         let f = EnvFilter::try_new(new).map_err(|e| format!("invalid log filter '{new}': {e}"))?;
         handle.reload(f).map_err(|e| format!("cannot change the log filter: {e}"))
     })
+}
+
+/// Colour (ANSI escapes) only for a person reading a terminal: a log file
+/// or a pipe gets plain text, and `NO_COLOR` (any non-empty value, as
+/// no-color.org defines it) turns colour off everywhere.
+fn use_colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// Prints a client command's output, or its error on stderr with exit 1.
@@ -168,5 +177,19 @@ fn main() -> ExitCode {
             }
         }
         Command::Services { .. } | Command::Status { .. } | Command::LogLevel { .. } => unreachable!("handled above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::use_colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some("".into())), "an empty NO_COLOR is unset");
+        assert!(!use_colour(true, Some("1".into())));
+        assert!(!use_colour(false, None), "a file or a pipe gets no escapes");
+        assert!(!use_colour(false, Some("1".into())));
     }
 }
