@@ -74,12 +74,33 @@ pub fn random_bytes(buf: &mut [u8]) {
 pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 { v as u64 } else { 100 }
+    if v > 0 {
+        v as u64
+    } else {
+        100
+    }
 }
 
 /// Bytes per memory page, the unit of /proc/self/statm.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 { v as u64 } else { 4096 }
+    if v > 0 {
+        v as u64
+    } else {
+        4096
+    }
+}
+
+/// Returns the heap's free memory to the system (glibc's `malloc_trim`):
+/// glibc keeps freed memory for reuse, so after a peer's thousands of
+/// subscriptions are gone the core's RSS would otherwise stay at its peak.
+/// A no-op with other C libraries.
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; any
+    // pad (0) is valid.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
