@@ -74,22 +74,14 @@ pub fn random_bytes(buf: &mut [u8]) {
 pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 {
-        v as u64
-    } else {
-        100
-    }
+    if v > 0 { v as u64 } else { 100 }
 }
 
 /// Bytes per memory page, the unit of /proc/self/statm.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as u64
-    } else {
-        4096
-    }
+    if v > 0 { v as u64 } else { 4096 }
 }
 
 /// Returns the heap's free memory to the system (glibc's `malloc_trim`):
