@@ -40,6 +40,8 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         max_frame: cfg.core.max_frame,
         max_outbox: cfg.core.max_outbox as usize,
         max_parked: cfg.core.max_parked as usize,
+        names: cfg.name_limits(),
+        max_subscriptions: cfg.core.max_subscriptions as usize,
         hello_timeout: Duration::from_millis(cfg.core.hello_timeout as u64),
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,

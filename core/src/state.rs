@@ -26,6 +26,10 @@ pub struct Limits {
     pub max_outbox: usize,
     /// Requests waiting for a subscriber, core-wide, at most.
     pub max_parked: usize,
+    /// Longest name and pattern, most wildcards per pattern.
+    pub names: crate::pattern::NameLimits,
+    /// Subscriptions one instance may hold, at most.
+    pub max_subscriptions: usize,
     /// Time a new connection has to send HELLO.
     pub hello_timeout: Duration,
     pub keepalive: Duration,
@@ -285,6 +289,8 @@ impl Core {
             }
         }
         tracing::debug!(instance = id, "{} disconnected: {why}", inst.label);
+        drop(inst); // its subscriptions' strings go with it, before a trim
+        self.registry.give_back_memory(self.now);
     }
 
     /// Sends an answer to whoever sent the request, if it is still there.
@@ -350,6 +356,7 @@ impl Core {
         self.now = now;
         let inflight = &self.inflight;
         self.parked.retain(|q| inflight.contains_key(&q.trans_id));
+        self.registry.give_back_memory(now);
         let limit = self.limits.keepalive * 3;
         let mut hung = Vec::new();
         for inst in self.instances.values() {
