@@ -26,9 +26,10 @@ pub const DEFAULT_HELLO_TIMEOUT_MS: u32 = 10_000;
 pub const DEFAULT_MAX_PARKED: u32 = 10_000;
 /// Default cap on the subscriptions of one instance: far above what a
 /// service subscribes (a handful of patterns per thread), low enough that one
-/// peer cannot fill the registry (at most this x `max_pattern` bytes,
-/// 32 MiB with the defaults).
-pub const DEFAULT_MAX_SUBSCRIPTIONS: u32 = 4096;
+/// peer can neither fill the registry (at most this x `max_pattern` bytes,
+/// 4 MiB with the defaults) nor make a lookup try more than this many of its
+/// wildcard patterns.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: u32 = 1024;
 /// Default keep-alive interval, ms.
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.

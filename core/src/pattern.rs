@@ -8,17 +8,18 @@
 //! O(wildcards x name + pattern) steps whatever the pattern (see there).
 
 /// Default longest name, bytes. The HTTP gateway turns a URL path into a
-/// name (prefix + path + `/method`), and common servers and proxies refuse a
-/// request line past 8 KiB (Apache's LimitRequestLine is 8190, nginx's large
-/// header buffer 8k): 8 KiB admits any URL that reached us through them.
-pub const DEFAULT_MAX_NAME: u32 = 8192;
+/// name (prefix + path + `/method`): 4 KiB holds any URL a site links to
+/// (sitemaps and most CDNs stop at 2 KiB), and it bounds the cost of a
+/// lookup, which reads the name about once per wildcard of each candidate
+/// pattern.
+pub const DEFAULT_MAX_NAME: u32 = 4096;
 /// Default longest pattern (prefix included), bytes: as long as the longest
 /// name, since an exact pattern is a name.
-pub const DEFAULT_MAX_PATTERN: u32 = 8192;
+pub const DEFAULT_MAX_PATTERN: u32 = 4096;
 /// Default most wildcards in one pattern. Real patterns have a handful
 /// (`/api/?/items/*`); matching costs up to one pass over the name per
-/// wildcard, so this bounds the cost of one pattern at 16 passes.
-pub const DEFAULT_MAX_WILDCARDS: u32 = 16;
+/// wildcard, so this bounds the cost of one pattern at 8 passes.
+pub const DEFAULT_MAX_WILDCARDS: u32 = 8;
 
 /// How long names and patterns may be (the `[core]` keys `max_name`,
 /// `max_pattern`, `max_wildcards`).
@@ -262,7 +263,17 @@ impl Matcher<'_> {
     /// The index of the first `/` at or after `p`, or the name's length: the
     /// end of the `/`-free run that position `p` belongs to.
     fn run_end(&mut self, p: usize) -> usize {
-        let end = memchr::memchr(b'/', &self.n[p.min(self.n.len())..]).map_or(self.n.len(), |i| p + i);
+        let n = self.n;
+        // Most runs are short (path segments): a plain loop first, memchr
+        // (whose call costs more than a few bytes) for the long ones.
+        let mut end = p.min(n.len());
+        let short = (end + 16).min(n.len());
+        while end < short && n[end] != b'/' {
+            end += 1;
+        }
+        if end == short && end < n.len() {
+            end = memchr::memchr(b'/', &n[end..]).map_or(n.len(), |i| end + i);
+        }
         self.steps += (end - p.min(end)) as u64 + 1;
         end
     }
@@ -292,6 +303,7 @@ impl Matcher<'_> {
         let lo = reach[0].0;
         let hi = (reach[reach.len() - 1].1 + m).min(n.len());
         let fail = failure_table(block);
+        let finder = memchr::memmem::Finder::new(block);
         self.steps += 2 * m as u64;
         let mut out = Vec::new();
         // Positions at or before `covered` end in a run already kept.
@@ -299,13 +311,39 @@ impl Matcher<'_> {
         let mut span = 0;
         let (mut i, mut k) = (lo, 0usize);
         while i < hi {
-            self.steps += 1;
-            if n[i] == block[k] {
-                i += 1;
-                k += 1;
-                if k < m {
+            if k == 0 {
+                // Nothing can start in a gap between spans: skip it.
+                while span < reach.len() && reach[span].1 < i {
+                    span += 1;
+                }
+                if span == reach.len() {
+                    break;
+                }
+                i = i.max(reach[span].0);
+                // No partial match pending: jump to the next occurrence with
+                // memmem. The occurrences found so are disjoint (each starts
+                // where the scan is, past the last one), so these searches
+                // cost O(name) in all.
+                let Some(d) = finder.find(&n[i..hi]) else {
+                    self.steps += (hi - i) as u64 + 1;
+                    break;
+                };
+                self.steps += (d + m) as u64 + 1;
+                i += d + m;
+                k = m;
+            } else {
+                self.steps += 1;
+                if n[i] != block[k] {
+                    k = fail[k - 1];
                     continue;
                 }
+                i += 1;
+                k += 1;
+            }
+            if k < m {
+                continue;
+            }
+            {
                 let (q, end) = (i - m, i);
                 k = fail[m - 1];
                 while span < reach.len() && reach[span].1 < q {
@@ -329,10 +367,6 @@ impl Matcher<'_> {
                     i = run + 1 - m;
                     k = 0;
                 }
-            } else if k > 0 {
-                k = fail[k - 1];
-            } else {
-                i += 1;
             }
         }
         out
