@@ -302,9 +302,10 @@ impl Matcher<'_> {
         let m = block.len();
         let lo = reach[0].0;
         let hi = (reach[reach.len() - 1].1 + m).min(n.len());
-        let fail = failure_table(block);
+        // The KMP table is built only if a partial match must be carried on.
+        let mut fail: Vec<usize> = Vec::new();
         let finder = memchr::memmem::Finder::new(block);
-        self.steps += 2 * m as u64;
+        self.steps += m as u64;
         let mut out = Vec::new();
         // Positions at or before `covered` end in a run already kept.
         let mut covered: Option<usize> = None;
@@ -333,6 +334,10 @@ impl Matcher<'_> {
                 k = m;
             } else {
                 self.steps += 1;
+                if fail.is_empty() {
+                    fail = failure_table(block);
+                    self.steps += 2 * m as u64;
+                }
                 if n[i] != block[k] {
                     k = fail[k - 1];
                     continue;
@@ -345,7 +350,14 @@ impl Matcher<'_> {
             }
             {
                 let (q, end) = (i - m, i);
-                k = fail[m - 1];
+                k = if m == 1 { 0 } else { 1 };
+                if k == 1 {
+                    if fail.is_empty() {
+                        fail = failure_table(block);
+                        self.steps += 2 * m as u64;
+                    }
+                    k = fail[m - 1];
+                }
                 while span < reach.len() && reach[span].1 < q {
                     span += 1;
                 }
@@ -361,6 +373,9 @@ impl Matcher<'_> {
                 }
                 let run = self.run_end(end);
                 covered = Some(run);
+                if run >= hi {
+                    break; // every later occurrence ends in this run
+                }
                 // The next useful occurrence ends past `run`, so starts past
                 // `run - m`: jump there if that is ahead of the scan.
                 if run + 1 >= m && run + 1 - m > i {
