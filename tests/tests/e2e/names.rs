@@ -46,7 +46,11 @@ fn empty_nul_and_over_long_names_are_invalid_argument_for_every_send() {
     }
     let fits = &long[..100];
     assert_eq!(api.send_sync(fits, b"", b"ok", opts(5000)).unwrap().body, b"ok", "a name of max_name bytes is served");
-    let cases = [("", "empty"), ("/echo/a\0b", "NUL"), (long.as_str(), "101 bytes long, over the limit of 100 (core.max_name)")];
+    let cases = [
+        ("", "empty"),
+        ("/echo/a\0b", "NUL"),
+        (long.as_str(), "101 bytes long, over the limit of 100 (core.max_name)"),
+    ];
     for (name, why) in cases {
         let r = api.send_sync(name, b"", b"", opts(5000));
         assert_eq!(status(&r), Status::InvalidArgument, "send_sync to {name:?}");
@@ -89,9 +93,8 @@ fn a_name_with_nul_in_a_raw_frame_is_invalid_argument() {
 
 #[test]
 fn over_limit_patterns_and_subscriptions_are_refused() {
-    let core = Core::start(
-        Config::new().core("max_pattern", 64).core("max_wildcards", 2).core("max_subscriptions", 10),
-    );
+    let core =
+        Core::start(Config::new().core("max_pattern", 64).core("max_wildcards", 2).core("max_subscriptions", 10));
     let mut api = Api::connect(Options::unmanaged(core.socket_str(), "/s/")).unwrap();
     let h = |_: &mut Api, _: &cumulo::Request<'_>| -> cumulo::HandlerResult { Ok(cumulo::Answer::body("x")) };
     let r = api.subscribe("a*b?c*", h);
@@ -201,9 +204,10 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn memory_comes_back_after_many_subscriptions_close() {
     let core = Core::start(
-        Config::new().core("max_subscriptions", 20_000).core("keepalive", 200).service(
-            Service::internal("/echo/", "echo").probe("/echo/x"),
-        ),
+        Config::new()
+            .core("max_subscriptions", 20_000)
+            .core("keepalive", 200)
+            .service(Service::internal("/echo/", "echo").probe("/echo/x")),
     );
     let mut api = core.client();
     served_in_time(&mut api, ms(1000));
