@@ -42,6 +42,8 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         max_parked: cfg.core.max_parked as usize,
         max_queued_bytes: cfg.core.max_queued_bytes as usize,
         max_sender_queued_bytes: cfg.core.max_sender_queued_bytes as usize,
+        names: cfg.name_limits(),
+        max_subscriptions: cfg.core.max_subscriptions as usize,
         hello_timeout: Duration::from_millis(cfg.core.hello_timeout as u64),
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,

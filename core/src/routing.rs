@@ -152,7 +152,7 @@ impl Core {
     fn full_pattern(&self, id: InstanceId, pattern: &str) -> Result<String, (Status, String)> {
         let inst = self.instances.get(&id).ok_or((Status::Protocol, "no such instance".to_string()))?;
         let full = format!("{}{}", inst.prefix, pattern);
-        crate::pattern::validate(&full).map_err(|why| (Status::InvalidArgument, why))?;
+        self.limits.names.check_pattern(&full).map_err(|why| (Status::InvalidArgument, why))?;
         Ok(full)
     }
 
@@ -161,6 +161,10 @@ impl Core {
             return Err((Status::ShuttingDown, "this instance was told to terminate: it may not subscribe".into()));
         }
         let full = self.full_pattern(id, pattern)?;
+        if self.instances.get(&id).is_some_and(|i| i.subscriptions.len() >= self.limits.max_subscriptions) {
+            let max = self.limits.max_subscriptions;
+            return Err((Status::InvalidArgument, format!("this instance already holds {max} subscriptions (core.max_subscriptions)")));
+        }
         let key = self.registry.subscribe(&full, id);
         if let Some(inst) = self.instances.get_mut(&id) {
             tracing::debug!(instance = id, "{} subscribed {full}", inst.label);
@@ -209,6 +213,9 @@ impl Core {
         }
         if self.inflight.contains_key(&s.trans_id) {
             return fail(self, Status::Malformed, format!("trans_id {} is already in flight", s.trans_id));
+        }
+        if let Err(why) = self.limits.names.check_name(s.name) {
+            return fail(self, Status::InvalidArgument, why);
         }
         if self.shutting_down {
             return fail(self, Status::ShuttingDown, "the core is shutting down".into());
@@ -418,7 +425,10 @@ impl Core {
         };
         let timeout = f.timeout_ms;
         self.stats.forwards += 1;
-        self.route(&route, true, timeout);
+        match self.limits.names.check_name(s.name) {
+            Ok(()) => self.route(&route, true, timeout),
+            Err(why) => self.fail(&route, true, Status::InvalidArgument, why),
+        }
         self.pump(id);
         Ok(())
     }
@@ -435,6 +445,11 @@ impl Core {
         let mut failed = Vec::new();
         if self.shutting_down {
             return (ids, failed);
+        }
+        if let Err(why) = self.limits.names.check_name(s.name) {
+            // One copy, failed at once: the sender learns why.
+            let tid = self.ids.next();
+            return (vec![tid], vec![(tid, Status::InvalidArgument, why)]);
         }
         let node = self.limits.node_id;
         for (dest, pattern) in self.registry.lookup_all(s.name) {

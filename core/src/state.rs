@@ -37,6 +37,10 @@ pub struct Limits {
     /// Bytes of queued and parked requests, core-wide and per sender, at most.
     pub max_queued_bytes: usize,
     pub max_sender_queued_bytes: usize,
+    /// Longest name and pattern, most wildcards per pattern.
+    pub names: crate::pattern::NameLimits,
+    /// Subscriptions one instance may hold, at most.
+    pub max_subscriptions: usize,
     /// Time a new connection has to send HELLO.
     pub hello_timeout: Duration,
     pub keepalive: Duration,
@@ -326,6 +330,8 @@ impl Core {
             }
         }
         tracing::debug!(instance = id, "{} disconnected: {why}", inst.label);
+        drop(inst); // its subscriptions' strings go with it, before a trim
+        self.registry.give_back_memory(self.now);
     }
 
     /// Sends an answer to whoever sent the request, if it is still there.
@@ -395,6 +401,7 @@ impl Core {
     pub fn keepalive_tick(&mut self, now: Instant, nonce: u64) -> Vec<u32> {
         self.now = now;
         let previous = std::mem::replace(&mut self.last_keepalive, now);
+        self.registry.give_back_memory(now);
         let mut hung = Vec::new();
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };

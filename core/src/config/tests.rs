@@ -27,6 +27,8 @@ fn defaults_and_a_full_service() {
     assert_eq!(s.options().timeout_sync, 5000);
     assert_eq!(cfg.core.max_frame, DEFAULT_MAX_FRAME);
     assert_eq!((cfg.core.hello_timeout, cfg.core.max_parked), (10_000, 10_000));
+    assert_eq!(cfg.name_limits(), crate::pattern::NameLimits::default());
+    assert_eq!(cfg.core.max_subscriptions, DEFAULT_MAX_SUBSCRIPTIONS);
 }
 
 #[test]
@@ -40,6 +42,11 @@ fn errors_name_the_file_field_and_reason() {
         ("[[service]]\nprefix = \"/a/\"\npath = \"x\"\ndest_refresh = \"sometimes\"", "", "unknown variant"),
         ("[core]\nmax_frame = 10", "core.max_frame", "at least 1024"),
         ("[core]\nhello_timeout = 5", "core.hello_timeout", "at least 100 ms"),
+        ("[core]\nmax_name = 10", "core.max_name", "64 .. 65535 bytes"),
+        ("[core]\nmax_name = 70000", "core.max_name", "64 .. 65535 bytes"),
+        ("[core]\nmax_pattern = 0", "core.max_pattern", "64 .. 65535 bytes"),
+        ("[core]\nmax_wildcards = 0", "core.max_wildcards", "1 .. 256"),
+        ("[core]\nmax_subscriptions = 0", "core.max_subscriptions", "at least 1"),
         ("[[service]]\nprefix = \"/a/**/\"\npath = \"x\"", "prefix", "two wildcards"),
     ];
     for (text, field, reason) in cases {
