@@ -366,7 +366,7 @@ impl Core {
     }
 
     /// Delivers queued requests while the instance has room.
-    fn pump(&mut self, id: InstanceId) {
+    pub(crate) fn pump(&mut self, id: InstanceId) {
         let node = self.limits.node_id;
         let now = self.now;
         let Some(inst) = self.instances.get_mut(&id) else { return };

@@ -188,7 +188,9 @@ impl Task {
         let hb = self.membership.borrow().heartbeat();
         self.say(hb);
         let mut core = self.core.borrow_mut();
-        self.membership.borrow_mut().purge(&mut core, self.purge);
+        let mut m = self.membership.borrow_mut();
+        m.purge(&mut core, self.purge);
+        m.sweep(&mut core);
     }
 
     /// Publishes this node's snapshot when its subscriptions changed.

@@ -221,6 +221,21 @@ impl Membership {
         silent
     }
 
+    /// Frees the window places of requests to other nodes that ended here
+    /// (timed out) while their answer never came (a message NATS lost): a
+    /// remote node's answer is not guaranteed as a local instance's is.
+    pub fn sweep(&self, core: &mut Core) {
+        for m in self.members.values() {
+            let Some(inst) = core.instances.get_mut(&m.instance) else { continue };
+            let before = inst.delivered.len();
+            let inflight = &core.inflight;
+            inst.delivered.retain(|t| inflight.contains_key(t));
+            if inst.delivered.len() < before {
+                core.pump(m.instance);
+            }
+        }
+    }
+
     /// Applies a node's snapshot: subscribes or unsubscribes its
     /// pseudo-instance so that each pattern has the node's instance count.
     /// Patterns are validated as local ones are; what is over the limits is

@@ -13,13 +13,15 @@
 //! - `config`: the `[cluster]` section;
 //! - `wire`: subjects, control messages, the data header, batching;
 //! - `members`: the other nodes, their pseudo-instances and subscriptions;
-//! - `link`: the NATS connection and the cluster task.
+//! - `link`: the NATS connection and the cluster task;
+//! - `metrics`: per-node series of `GET /metrics`.
 //!
 //! Without `[cluster]` none of this runs and no NATS is needed.
 
 pub mod config;
 pub mod link;
 pub mod members;
+pub mod metrics;
 pub mod wire;
 
 pub use link::Cluster;
@@ -43,6 +45,9 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         return core.respond(from, &r.trans_id, Status::ShuttingDown, b"", b"the node is shutting down");
     }
     core.stats.requests += 1;
+    if let Some(i) = core.instances.get(&from) {
+        crate::metrics::bump(&i.metrics.sent);
+    }
     let timeout = r.timeout.max(1);
     let route = Route {
         trans_id: r.trans_id,

@@ -67,3 +67,16 @@ pub fn wait_joined(core: &Core, node: &str) {
     core.wait_lines(&[&format!("node {node} joined")], 1, ms(10_000));
     std::thread::sleep(ms(3 * HEARTBEAT_MS as u64));
 }
+
+/// The body of `GET path` on a node's admin API.
+pub fn admin_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(ms(5000))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let end = text.find("\r\n\r\n").expect("a response head");
+    text[end + 4..].to_string()
+}

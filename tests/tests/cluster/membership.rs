@@ -178,3 +178,46 @@ fn a_stopped_node_leaves_at_once() {
     assert!(a.lines_with(&["purged"]).is_empty(), "{}", a.log());
     assert_eq!(status(&api.send_sync("/b/x", b"", b"", opts(1000))), Status::NoService);
 }
+
+#[test]
+fn per_node_metrics_count_requests_errors_and_latency() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(tagged!("/b/", "b")));
+    let a_cfg = node(&urls, "a", 1);
+    let port = admin_port(&a_cfg);
+    let a = Core::start(a_cfg);
+    let mut api = a.client();
+    wait_reachable(&mut api, "/b/x", ms(10_000));
+    let before = sample(&admin_get(port, "/metrics"), "cumulo_node_requests_sent_total{node=\"b\"}");
+    for _ in 0..10 {
+        api.send_sync("/b/x", b"", b"", opts(5000)).unwrap();
+    }
+    assert_eq!(status(&api.send_sync("/b/x", b"", b"sleep:500", opts(100))), Status::Timeout);
+    let m = admin_get(port, "/metrics");
+    assert_eq!(sample(&m, "cumulo_node_requests_sent_total{node=\"b\"}"), before + 11, "{m}");
+    // a's timer ends it (an error), or b's TIMEOUT answer arrives first (a response)
+    let timeouts = sample_or_0(&m, "cumulo_node_request_errors_total{node=\"b\",status=\"TIMEOUT\"}")
+        + sample_or_0(&m, "cumulo_node_responses_total{node=\"b\",status=\"TIMEOUT\"}");
+    assert_eq!(timeouts, 1, "{m}");
+    assert!(sample(&m, "cumulo_node_responses_total{node=\"b\",status=\"OK\"}") >= 10, "{m}");
+    assert!(sample(&m, "cumulo_node_request_duration_seconds_count{node=\"b\"}") >= 10, "{m}");
+    assert_eq!(sample(&m, "cumulo_cluster_nodes"), 1);
+    assert_eq!(sample(&m, "cumulo_cluster_connected"), 1);
+}
+
+/// The value of one sample line (`name{labels} value`).
+fn sample(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+fn sample_or_0(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
+}
