@@ -62,3 +62,6 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
     };
     core.route(&route, false, timeout);
 }
+
+#[cfg(test)]
+mod tests;
