@@ -69,10 +69,23 @@ fn select(
     how: DestRefresh,
     instances: &ahash::AHashMap<InstanceId, Instance>,
     clustered: bool,
+    local_only: bool,
 ) -> Option<InstanceId> {
     use DestRefresh::*;
-    let list = &entry.instances;
     let remote = |id: &InstanceId| instances.get(id).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
+    if local_only && how == RoundRobin {
+        for _ in 0..entry.instances.len() {
+            entry.next = (entry.next + 1) % entry.instances.len();
+            if !remote(&entry.instances[entry.next]) {
+                return Some(entry.instances[entry.next]);
+            }
+        }
+        return Option::None;
+    }
+    let list = &entry.instances;
+    if local_only {
+        return pick_where(list, |id| !remote(id));
+    }
     match how {
         ImmediateLocal | LazyLocal if clustered => return pick_where(list, |id| !remote(id)),
         ImmediateRemote | LazyRemote => return pick_where(list, remote),
@@ -275,13 +288,17 @@ impl Core {
     /// Routes a new request (`rerouted` false) or one already in flight
     /// (forwarded or re-routed; its timer is already armed).
     pub(crate) fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+        // A request from another node is served here, by a local instance
+        // (multicast copies in turn, one per instance); once forwarded or
+        // re-routed it may go on, closest first.
+        let from_node = self.instances.get(&r.sender).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
         let how = match self.instances.get(&r.sender) {
-            // A request from another node is served here (its pseudo-instance
-            // says local); once forwarded or re-routed it may go on, closest first.
-            Some(i) if rerouted && matches!(i.endpoint, Endpoint::Remote(_)) => DestRefresh::ImmediateClosest,
+            Some(_) if from_node && rerouted => DestRefresh::ImmediateClosest,
+            Some(_) if from_node && r.flags & REQUEST_MCAST != 0 => DestRefresh::RoundRobin,
             Some(i) => i.options.dest_refresh,
             None => DestRefresh::ImmediateClosest,
         };
+        let local_only = from_node && !rerouted;
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
                 if self.parked.len() >= self.limits.max_parked {
@@ -311,7 +328,7 @@ impl Core {
             return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
         };
         let clustered = self.cluster.is_some();
-        let Some(dest) = select(entry, how, &self.instances, clustered) else {
+        let Some(dest) = select(entry, how, &self.instances, clustered, local_only) else {
             let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
             return self.fail(r, rerouted, Status::NoService, msg);
         };
@@ -456,7 +473,11 @@ impl Core {
             return (ids, failed);
         }
         let node = self.limits.node_id;
-        for (dest, pattern) in self.registry.lookup_all(s.name) {
+        let mut dests = self.registry.lookup_all(s.name);
+        if self.cluster.is_some() {
+            dests = crate::cluster::one_per_remote_instance(self, dests);
+        }
+        for (dest, pattern) in dests {
             let tid = self.ids.next();
             ids.push(tid);
             let Some(inst) = self.instances.get(&dest) else { continue };

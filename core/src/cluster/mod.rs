@@ -31,7 +31,22 @@ use crate::registry::InstanceId;
 use crate::routing::Route;
 use crate::state::Core;
 use cumulo_proto::{Request, Status};
+use std::rc::Rc;
 use std::time::Duration;
+
+/// Multicast destinations with each remote node repeated once per instance
+/// it has on the matched pattern: each copy is served by another of its
+/// instances (the receiving node hands them out in turn).
+pub fn one_per_remote_instance(core: &Core, dests: Vec<(InstanceId, Rc<str>)>) -> Vec<(InstanceId, Rc<str>)> {
+    let mut out = Vec::with_capacity(dests.len());
+    for (id, pattern) in dests {
+        let remote =
+            core.instances.get(&id).is_some_and(|i| matches!(i.endpoint, crate::instance::Endpoint::Remote(_)));
+        let copies = if remote { core.registry.count(&pattern, id).max(1) } else { 1 };
+        out.extend(std::iter::repeat_n((id, pattern), copies as usize));
+    }
+    out
+}
 
 /// A REQUEST from another node (through its pseudo-instance `from`): a new
 /// request here, routed to a local instance only (the pseudo-instance's

@@ -209,3 +209,38 @@ fn a_request_or_answer_over_the_nats_max_payload_is_too_large() {
     let r = api.send_sync("/b/x", b"", b"after", opts(5000)).unwrap();
     assert_eq!(r.body, b"after");
 }
+
+#[test]
+fn mcast_sends_one_copy_per_instance_across_nodes() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(tagged!("/m/", "b").set("count_process", 2)));
+    let _c = Core::start(node(&urls, "c", 3).service(tagged!("/m/", "c").set("count_thread", 3)));
+    let a = Core::start(node(&urls, "a", 1).service(tagged!("/m/", "a")));
+    let mut api = a.client();
+    // every node's subscriptions are known on a: 1 + 2 + 3 instances
+    let end = std::time::Instant::now() + ms(10_000);
+    let ids = loop {
+        let ids = api.mcast_async("/m/x", b"", b"hi", opts(5000)).unwrap();
+        if ids.len() == 6 || std::time::Instant::now() > end {
+            break ids;
+        }
+        for tid in &ids {
+            let _ = api.recv_async(Some(*tid), ms(5000));
+        }
+        std::thread::sleep(ms(50));
+    };
+    assert_eq!(ids.len(), 6, "one copy per instance: 1 on a, 2 on b, 3 on c");
+    let mut seen = std::collections::HashSet::new();
+    let mut tags = vec![];
+    for tid in &ids {
+        let (_, r) = api.recv_async(Some(*tid), ms(5000)).unwrap().expect("every copy is answered");
+        let r = r.unwrap();
+        assert_eq!(r.body, b"hi");
+        let who = (field(&r, "tag"), field(&r, "pid"), field(&r, "thread"));
+        assert!(seen.insert(who.clone()), "two copies reached one instance: {who:?}");
+        tags.push(who.0);
+    }
+    tags.sort();
+    assert_eq!(tags, ["a", "b", "b", "c", "c", "c"]);
+}
