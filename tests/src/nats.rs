@@ -97,6 +97,18 @@ impl NatsServer {
         }
     }
 
+    /// SIGSTOP (`true`) or SIGCONT (`false`): a server that hangs, its
+    /// connections open and silent (a partition, as its clients see it).
+    pub fn pause(&self, stopped: bool) {
+        if let Some(pid) = self.pid() {
+            let sig = if stopped { libc::SIGSTOP } else { libc::SIGCONT };
+            // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+            unsafe {
+                libc::kill(pid as i32, sig);
+            }
+        }
+    }
+
     /// Starts it again on the same ports and config.
     pub fn restart(&mut self) {
         self.kill();
@@ -106,6 +118,7 @@ impl NatsServer {
 
 impl Drop for NatsServer {
     fn drop(&mut self) {
+        self.pause(false);
         self.kill();
     }
 }

@@ -90,3 +90,29 @@ fn kill_9_of_one_nats_server_of_three_under_load_every_request_is_accounted_for(
     let last = report.ticks.last().expect("ticks");
     assert!(last.ok > 0 && last.errors == 0 && last.timeouts == 0, "not healed by the end: {:?}", report.ticks);
 }
+
+#[test]
+fn a_partition_by_a_hung_nats_server_heals_and_every_request_is_accounted_for() {
+    let nats = NatsCluster::start(2);
+    let urls = nats.urls();
+    // a on server 0, b on server 1: stopping server 1 cuts b off
+    let b = Core::start(node(&urls[1..], "b", 2).service(tagged!("/p/", "b").set("count_process", 2)));
+    let a = Core::start(node(&urls[..1], "a", 1));
+    let mut api = a.client();
+    wait_reachable(&mut api, "/p/x", ms(15_000));
+    let load = Load::start(&a, "/p/x", 40, ms(9000), ms(3000));
+    load.wait_running();
+    std::thread::sleep(ms(2000));
+    nats.servers[1].pause(true);
+    // a purges the silent b; b notices its server hung and moves
+    a.wait_lines(&["node b was silent", "purged"], 1, ms(PURGE_MS as u64 * 5));
+    b.wait_lines(&["NATS connection lost"], 1, ms(10_000));
+    nats.servers[1].pause(false);
+    // healed: b joins again (a new incarnation after its reconnection)
+    a.wait_lines(&["node b joined"], 2, ms(10_000));
+    let report = load.finish();
+    report.assert_accounted();
+    report.assert_error_kinds(&["CRASHED", "NO_SERVICE", "TIMEOUT"]);
+    let last = report.ticks.last().expect("ticks");
+    assert!(last.ok > 0 && last.errors == 0 && last.timeouts == 0, "not healed by the end: {:?}", report.ticks);
+}
