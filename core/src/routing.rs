@@ -291,12 +291,14 @@ impl Core {
         // A request from another node is served here, by a local instance
         // (multicast copies in turn, one per instance); once forwarded or
         // re-routed it may go on, closest first.
-        let from_node = self.instances.get(&r.sender).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
-        let how = match self.instances.get(&r.sender) {
-            Some(_) if from_node && rerouted => DestRefresh::ImmediateClosest,
-            Some(_) if from_node && r.flags & REQUEST_MCAST != 0 => DestRefresh::RoundRobin,
-            Some(i) => i.options.dest_refresh,
-            None => DestRefresh::ImmediateClosest,
+        let (how, from_node) = match self.instances.get(&r.sender) {
+            Some(i) => match i.endpoint {
+                Endpoint::Remote(_) if rerouted => (DestRefresh::ImmediateClosest, true),
+                Endpoint::Remote(_) if r.flags & REQUEST_MCAST != 0 => (DestRefresh::RoundRobin, true),
+                Endpoint::Remote(_) => (i.options.dest_refresh, true),
+                _ => (i.options.dest_refresh, false),
+            },
+            None => (DestRefresh::ImmediateClosest, false),
         };
         let local_only = from_node && !rerouted;
         let Some(entry) = self.registry.lookup(r.name) else {
