@@ -45,6 +45,7 @@ pub fn nodes(ctx: &AdminContext) -> Answer {
         json!({
             "name": c.cloud, "node": &*c.me, "servers": c.servers, "connected": c.connected,
             "max_payload": c.max_payload, "nodes_left": c.left, "nodes_purged": c.purged,
+            "messages_dropped": c.dropped_frames,
         })
     });
     Ok((StatusCode::OK, json!({ "nodes": nodes, "cluster": cloud })))

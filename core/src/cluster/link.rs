@@ -100,6 +100,7 @@ pub async fn start(cfg: &ClusterConfig, me: String, core: Shared) -> anyhow::Res
         purge: Duration::from_millis(cfg.purge_ms as u64),
         control: spawn_control_writer(client.clone(), wire::control_subject(&cfg.name)),
         last_conflict_log: None,
+        state_wanted: false,
     };
     tokio::task::spawn_local(task.run(ctl, data, ev_rx));
     Ok(Cluster { client, membership })
@@ -145,6 +146,8 @@ struct Task {
     purge: Duration,
     control: mpsc::Sender<Control>,
     last_conflict_log: Option<Instant>,
+    /// This node's snapshot is to be published at the next debounce tick.
+    state_wanted: bool,
 }
 
 impl Task {
@@ -200,6 +203,9 @@ impl Task {
         if snap != m.local || m.local_version == 0 {
             m.local = snap;
             m.local_version += 1;
+            self.state_wanted = true;
+        }
+        if std::mem::take(&mut self.state_wanted) {
             let state = m.state();
             drop(m);
             self.say(state);
@@ -256,11 +262,10 @@ impl Task {
                 (node.clone(), *node_id, *boot)
             }
             Control::Want { node } => {
-                let m = self.membership.borrow();
-                if *node == *m.me {
-                    let state = m.state();
-                    drop(m);
-                    self.say(state);
+                // Answered at the next debounce tick, once however many
+                // nodes asked: a flood of requests costs one snapshot per tick.
+                if *node == *self.membership.borrow().me {
+                    self.state_wanted = true;
                 }
                 return;
             }
@@ -343,7 +348,10 @@ impl Task {
                 }
                 Ok(other) => tracing::debug!("cluster: {} from node {node} ignored", other.type_name()),
                 Err(e) => {
-                    tracing::warn!("cluster: bad frame from node {node}: {e}");
+                    // Counted, not logged each time: a broken peer could
+                    // otherwise fill the log at its message rate.
+                    tracing::debug!("cluster: bad frame from node {node}: {e}");
+                    self.membership.borrow_mut().dropped_frames += 1;
                     break;
                 }
             }

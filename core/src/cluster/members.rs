@@ -62,7 +62,8 @@ pub struct Membership {
     pub local: BTreeMap<String, u32>,
     pub local_version: u64,
     pub members: BTreeMap<Rc<str>, Member>,
-    /// Nodes that left or were purged, and requests from unknown nodes.
+    /// Nodes that left or were purged; data messages dropped (from unknown
+    /// nodes, or unreadable).
     pub left: u64,
     pub purged: u64,
     pub dropped_frames: u64,
