@@ -104,13 +104,21 @@ impl Default for CoreConfig {
 }
 
 /// How a sender picks one instance among those subscribed to the matched
-/// pattern. With a single node, "closest" and plain random coincide, and the
-/// registry is always current, so "lazy" and "immediate" behave alike.
+/// pattern. Node-aware ones (docs/CLUSTER.md): "closest" prefers an instance
+/// on this node, "furthest" one on another node, "local" and "remote" take
+/// only those; with a single node every instance is local. The registry is
+/// always current, so "lazy" and "immediate" behave alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DestRefresh {
     ImmediateClosest,
     LazyClosest,
+    ImmediateFurthest,
+    LazyFurthest,
+    ImmediateLocal,
+    LazyLocal,
+    ImmediateRemote,
+    LazyRemote,
     ImmediateRandom,
     LazyRandom,
     RoundRobin,
@@ -246,6 +254,9 @@ pub struct Config {
     pub admin: AdminConfig,
     #[serde(default, rename = "service")]
     pub services: Vec<ServiceConfig>,
+    /// Nodes of one cloud over NATS (docs/CLUSTER.md); none: a single node.
+    #[serde(default)]
+    pub cluster: Option<crate::cluster::config::ClusterConfig>,
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -292,6 +303,9 @@ impl Config {
             reason: e.to_string().trim().replace('\n', " "),
         })?;
         cfg.base_dir = if base_dir.as_os_str().is_empty() { PathBuf::from(".") } else { base_dir };
+        if let Some(c) = &mut cfg.cluster {
+            c.resolve_paths(&cfg.base_dir);
+        }
         cfg.validate().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
         Ok(cfg)
     }
@@ -316,6 +330,9 @@ impl Config {
         }
         validate_options("core.unmanaged", &c.unmanaged)?;
         validate_admin(&self.admin)?;
+        if let Some(cluster) = &self.cluster {
+            crate::cluster::config::validate(cluster)?;
+        }
         for (i, s) in self.services.iter().enumerate() {
             validate_service(&format!("service[{i}] ({})", s.prefix), s)?;
         }

@@ -84,6 +84,12 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("service[{i}] ({}): {why}", svc.prefix))?;
         }
     }
+    // The cloud, when configured: other nodes' patterns join the registry
+    // as they are announced; the services below start at once either way.
+    let cluster = match &cfg.cluster {
+        Some(c) => Some(crate::cluster::link::start(c, c.node_name(cfg.admin.port), core.clone()).await?),
+        None => None,
+    };
     supervisor.start_all(&cfg.services);
     let admin_task = admin.map(|listener| {
         let ctx = AdminContext {
@@ -116,6 +122,9 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     tokio::join!(supervisor.stop_all(), drained);
     core.borrow_mut().finish_shutdown();
     wait_until(&core, |c| c.open_connections() == 0, FLUSH_GRACE).await;
+    if let Some(c) = &cluster {
+        c.leave().await;
+    }
     let _ = std::fs::remove_file(&socket);
     tracing::info!("stopped; {}", core.borrow().stats);
     Ok(())

@@ -61,18 +61,38 @@ impl OwnedRequest {
     }
 }
 
-/// Picks one instance of a pattern for a sender.
-fn select(entry: &mut PatternEntry, how: DestRefresh, instances: &ahash::AHashMap<InstanceId, Instance>) -> InstanceId {
+/// Picks one instance of a pattern for a sender, or none when the policy
+/// excludes them all (`*_local` with only remote ones, say). `clustered`:
+/// other nodes are known, so some instances may be remote pseudo-instances.
+fn select(
+    entry: &mut PatternEntry,
+    how: DestRefresh,
+    instances: &ahash::AHashMap<InstanceId, Instance>,
+    clustered: bool,
+) -> Option<InstanceId> {
+    use DestRefresh::*;
     let list = &entry.instances;
-    if list.len() == 1 {
-        return list[0];
-    }
+    let remote = |id: &InstanceId| instances.get(id).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
     match how {
-        DestRefresh::RoundRobin => {
+        ImmediateLocal | LazyLocal if clustered => return pick_where(list, |id| !remote(id)),
+        ImmediateRemote | LazyRemote => return pick_where(list, remote),
+        ImmediateClosest | LazyClosest if clustered => {
+            return pick_where(list, |id| !remote(id)).or_else(|| pick_where(list, remote))
+        }
+        ImmediateFurthest | LazyFurthest if clustered => {
+            return pick_where(list, remote).or_else(|| pick_where(list, |id| !remote(id)))
+        }
+        _ => {}
+    }
+    if list.len() == 1 {
+        return Some(list[0]);
+    }
+    Some(match how {
+        RoundRobin => {
             entry.next = (entry.next + 1) % list.len();
             list[entry.next]
         }
-        DestRefresh::LeastBusy => {
+        LeastBusy => {
             // Ties go to a random one of the least busy, so equal instances
             // share the load instead of the first taking it all.
             let start = fastrand::usize(..list.len());
@@ -82,7 +102,21 @@ fn select(entry: &mut PatternEntry, how: DestRefresh, instances: &ahash::AHashMa
                 .unwrap()
         }
         _ => list[fastrand::usize(..list.len())],
+    })
+}
+
+/// A uniformly random instance among those that pass `keep`, in one pass
+/// with no allocation (reservoir sampling of one).
+fn pick_where(list: &[InstanceId], keep: impl Fn(&InstanceId) -> bool) -> Option<InstanceId> {
+    let mut seen = 0usize;
+    let mut chosen = None;
+    for id in list.iter().filter(|id| keep(id)) {
+        seen += 1;
+        if fastrand::usize(..seen) == 0 {
+            chosen = Some(*id);
+        }
     }
+    chosen
 }
 
 impl Core {
@@ -240,7 +274,7 @@ impl Core {
 
     /// Routes a new request (`rerouted` false) or one already in flight
     /// (forwarded or re-routed; its timer is already armed).
-    fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+    pub(crate) fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
         let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
@@ -270,7 +304,11 @@ impl Core {
             }
             return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
         };
-        let dest = select(entry, how, &self.instances);
+        let clustered = self.cluster.is_some();
+        let Some(dest) = select(entry, how, &self.instances, clustered) else {
+            let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
+            return self.fail(r, rerouted, Status::NoService, msg);
+        };
         let pattern = entry.pattern.clone();
         let Some(inst) = self.instances.get(&dest) else {
             return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
@@ -465,7 +503,7 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
     let timeout = remaining_ms(r.deadline, now);
     let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
     match &inst.endpoint {
-        Endpoint::Socket(out) => {
+        Endpoint::Socket(out) | Endpoint::Remote(out) => {
             out.push(|b| {
                 cumulo_proto::encode_request(
                     b,

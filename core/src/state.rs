@@ -87,6 +87,8 @@ pub struct Core {
     /// leaving): a shutdown waits for them.
     pub connection_tasks: usize,
     pub stats: Stats,
+    /// The other nodes of the cloud, when `[cluster]` is configured.
+    pub cluster: Option<Rc<RefCell<crate::cluster::Membership>>>,
     /// The time, read once per batch of work (a read of frames, a timer, an
     /// internal call) instead of once per frame: clock reads were a tenth of
     /// the routing profile.
@@ -123,6 +125,7 @@ impl Core {
             shutting_down: false,
             connection_tasks: 0,
             stats: Stats::default(),
+            cluster: None,
             now: Instant::now(),
         }
     }
@@ -254,6 +257,36 @@ impl Core {
         Ok(id)
     }
 
+    /// Registers another node of the cloud as a pseudo-instance (src/cluster):
+    /// its outbox is published over NATS instead of written to a socket.
+    pub fn admit_remote(
+        &mut self,
+        label: String,
+        options: Rc<ServiceOptions>,
+        metrics: Rc<ServiceMetrics>,
+        outbox: Rc<crate::instance::Outbox>,
+    ) -> InstanceId {
+        let id = self.new_id();
+        let window = options.max_window;
+        let instance = Instance {
+            id,
+            prefix: Rc::from(""),
+            label,
+            origin: None,
+            options,
+            metrics,
+            retiring: false,
+            window,
+            delivered: Vec::new(),
+            queue: Default::default(),
+            subscriptions: Vec::new(),
+            endpoint: Endpoint::Remote(outbox),
+            last_rx: Instant::now(),
+        };
+        self.instances.insert(id, instance);
+        id
+    }
+
     /// An instance is gone (connection closed, process died): its
     /// subscriptions end, requests it was handling fail with CRASHED at once,
     /// and requests still queued for it go to another instance.
@@ -291,7 +324,7 @@ impl Core {
     pub fn respond(&self, sender: InstanceId, tid: &TransId, status: Status, info: &[u8], body: &[u8]) {
         let Some(inst) = self.instances.get(&sender) else { return };
         match &inst.endpoint {
-            Endpoint::Socket(out) => {
+            Endpoint::Socket(out) | Endpoint::Remote(out) => {
                 out.push(|b| {
                     cumulo_proto::encode_return(
                         b,

@@ -1,0 +1,122 @@
+//! Requests across nodes: send_sync, send_async, request_info, binary
+//! bodies, priorities, and where dest_refresh sends them.
+
+use crate::common::*;
+use crate::tagged;
+use cumulo_e2e::*;
+use std::collections::HashMap;
+
+#[test]
+fn send_sync_and_async_reach_a_service_on_another_node() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(tagged!("/b/", "b").set("count_thread", 2)));
+    let a = Core::start(node(&urls, "a", 1));
+    let mut api = a.client();
+    wait_reachable(&mut api, "/b/x", ms(10_000));
+
+    // sync: request_info and a binary body (every byte value) round-trip
+    let info_in = cumulo::info::encode(&[("k", "v"), ("trace", "00-ab-cd-01")]);
+    let body: Vec<u8> = (0..200_000u32).map(|i| (i % 256) as u8).collect();
+    let r = api
+        .send_sync("/b/hello", &info_in, &body, SendOptions { timeout: 5000, priority: -3, ..Default::default() })
+        .unwrap();
+    assert!(r.body == body, "the body came back altered ({} bytes)", r.body.len());
+    assert_eq!(field(&r, "tag"), "b", "answered on node b");
+    assert_eq!(field(&r, "name"), "/b/hello");
+    assert_eq!(field(&r, "pattern"), "/b/*");
+    assert_eq!(field(&r, "priority"), "-3", "the priority crosses nodes");
+    assert_eq!(field(&r, "sync"), "1");
+    let left: u32 = field(&r, "timeout").parse().unwrap();
+    assert!(left > 0 && left <= 5000, "the remote service sees the time left: {left}");
+
+    // async: several in flight, collected by recv_async
+    let ids: Vec<_> =
+        (0..20).map(|i| api.send_async("/b/async", b"", format!("n{i}").as_bytes(), opts(5000))).collect();
+    let mut got = HashMap::new();
+    for _ in 0..ids.len() {
+        let (tid, res) = api.recv_async(None, ms(5000)).unwrap().expect("an answer within 5 s");
+        let r = res.unwrap();
+        assert_eq!(field(&r, "tag"), "b");
+        assert_eq!(field(&r, "sync"), "0");
+        got.insert(tid, r.body);
+    }
+    for (i, tid) in ids.iter().enumerate() {
+        assert_eq!(got[tid], format!("n{i}").into_bytes());
+    }
+    // a name no node serves fails fast
+    let e = api.send_sync("/nobody/x", b"", b"", opts(5000));
+    assert_eq!(status(&e), Status::NoService);
+}
+
+/// Counts, for 40 requests from node a to `/s/x` (one instance on a, one
+/// on b), which node answered, under each node-aware dest_refresh.
+#[test]
+fn dest_refresh_policies_choose_the_node() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(tagged!("/s/", "b")).service(tagged!("/only_b/", "b")));
+    let cases = [
+        ("immediate_closest", 40, 0),
+        ("lazy_closest", 40, 0),
+        ("immediate_furthest", 0, 40),
+        ("lazy_furthest", 0, 40),
+        ("immediate_local", 40, 0),
+        ("lazy_local", 40, 0),
+        ("immediate_remote", 0, 40),
+        ("lazy_remote", 0, 40),
+    ];
+    for (i, (policy, want_a, want_b)) in cases.into_iter().enumerate() {
+        let name = format!("a{i}");
+        let a = Core::start(
+            node(&urls, &name, 10 + i as u32).unmanaged("dest_refresh", q(policy)).service(tagged!("/s/", "a")),
+        );
+        let mut api = a.client();
+        // b's patterns are known once a name only b serves answers
+        if policy.ends_with("_local") {
+            wait_joined(&a, "b");
+        } else {
+            wait_reachable(&mut api, "/only_b/x", ms(10_000));
+        }
+        let counts = count_tags(&mut api, "/s/x", 40);
+        assert_eq!(
+            (counts.get("a").copied().unwrap_or(0), counts.get("b").copied().unwrap_or(0)),
+            (want_a, want_b),
+            "{policy}: {counts:?}"
+        );
+        if policy.ends_with("_local") {
+            let e = api.send_sync("/only_b/x", b"", b"", opts(2000));
+            assert_eq!(status(&e), Status::NoService, "{policy} never leaves the node");
+        }
+        if policy.ends_with("_furthest") || policy.ends_with("_closest") {
+            // falls back to the other side when one side has none
+            let r = api.send_sync("/only_b/x", b"", b"", opts(2000)).unwrap();
+            assert_eq!(field(&r, "tag"), "b");
+        }
+    }
+    // random and the others spread over both nodes
+    for (i, policy) in ["immediate_random", "lazy_random", "round_robin", "least_busy"].into_iter().enumerate() {
+        let a = Core::start(
+            node(&urls, &format!("r{i}"), 30 + i as u32)
+                .unmanaged("dest_refresh", q(policy))
+                .service(tagged!("/s/", "a")),
+        );
+        let mut api = a.client();
+        wait_reachable(&mut api, "/only_b/x", ms(10_000));
+        let counts = count_tags(&mut api, "/s/x", 40);
+        assert!(
+            counts.get("a").copied().unwrap_or(0) > 0 && counts.get("b").copied().unwrap_or(0) > 0,
+            "{policy}: {counts:?}"
+        );
+        assert_eq!(counts.values().sum::<u32>(), 40);
+    }
+}
+
+fn count_tags(api: &mut Api, name: &str, n: u32) -> HashMap<String, u32> {
+    let mut counts = HashMap::new();
+    for _ in 0..n {
+        let r = api.send_sync(name, b"", b"", opts(5000)).unwrap();
+        *counts.entry(field(&r, "tag")).or_default() += 1;
+    }
+    counts
+}
