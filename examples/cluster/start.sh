@@ -87,8 +87,18 @@ for node in a b c; do
     started $! "cumulo node $node"
 done
 
-# Node a's gateway answers for node c's service once node c's subscriptions
-# have reached node a (its first heartbeat) and node c's Python processes are up.
+# Each node logs "node X joined the cloud" when it first hears another: once
+# all three know each other, node a's gateway can reach node c's service
+# (as soon as node c's subscriptions follow, and its Python processes are up).
+knows_all() {
+    local node other
+    for node in a b c; do
+        for other in a b c; do
+            [ "$node" = "$other" ] || grep -q "node $other joined" "$logs/node-$node.log" || return 1
+        done
+    done
+}
+wait_until 30 "the nodes to find each other over NATS" knows_all
 url='http://127.0.0.1:8080/tests/http_req/c.xml?value=42'
 answers() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$url" 2>/dev/null)" = 200 ]; }
 wait_until 60 "node a's gateway to answer $url" answers
@@ -121,10 +131,18 @@ echo "  curl 'http://127.0.0.1:8080/tests/http_req/rust.xml?value=42'       # Ru
 echo "  target/release/cumulo services list -c examples/cluster/node-c.toml # node c's services"
 echo "Ctrl-C stops the nodes and the NATS servers."
 
-# Run until Ctrl-C, or until one of them stops on its own.
+# Run until Ctrl-C. A process that stops meanwhile (a node you stopped to
+# see the others carry on) is reported; the rest keep running.
 set +e
-wait -n "${pids[@]}"
-for i in "${!pids[@]}"; do
-    kill -0 "${pids[i]}" 2>/dev/null || echo "cluster: ${names[i]} stopped on its own; stopping the rest (its log is in target/cluster/)" >&2
+alive=("${pids[@]}")
+while [ ${#alive[@]} -gt 0 ]; do
+    wait -n -p gone "${alive[@]}"
+    status=$?
+    for i in "${!pids[@]}"; do
+        [ "${pids[i]}" = "${gone:-}" ] && echo "cluster: ${names[i]} (pid $gone) stopped, exit status $status; the others keep running (Ctrl-C stops them)" >&2
+    done
+    still=()
+    for pid in "${alive[@]}"; do [ "$pid" = "${gone:-}" ] || still+=("$pid"); done
+    alive=("${still[@]}")
 done
-exit 1
+echo "cluster: every process has stopped" >&2
