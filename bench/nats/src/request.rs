@@ -9,10 +9,6 @@ use std::time::{Duration, Instant};
 /// Latencies recorded from 1 us to 60 s with 3 significant digits: any
 /// percentile within 0.1%, as the load generator's report.
 const HISTOGRAM_MAX_US: u64 = 60_000_000;
-/// How long to wait for the responder to answer a first request: it may
-/// still be subscribing, or its subscription still crossing the route
-/// between two servers of a cluster.
-const READY_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args)]
 pub struct RequestArgs {
@@ -38,6 +34,11 @@ pub struct RequestArgs {
     /// Request timeout in milliseconds.
     #[arg(long, default_value_t = 5000)]
     pub timeout_ms: u64,
+    /// How long a first request may go unanswered before the run, in
+    /// milliseconds: the responder may still be subscribing, or its
+    /// subscription still crossing the route between two servers.
+    #[arg(long, default_value_t = 10_000)]
+    pub ready_wait_ms: u64,
 }
 
 /// What one request loop saw in the measured window.
@@ -58,7 +59,7 @@ pub async fn run(args: RequestArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot connect to {}", args.server))?;
     let body = bytes::Bytes::from(args.request.clone().into_bytes());
-    wait_ready(&client, &args.subject, &body).await?;
+    wait_ready(&client, &args.subject, &body, Duration::from_millis(args.ready_wait_ms)).await?;
 
     let measure_from = Instant::now() + Duration::from_secs_f64(args.warmup);
     let measure_until = measure_from + Duration::from_secs_f64(args.duration);
@@ -101,16 +102,20 @@ pub async fn run(args: RequestArgs) -> anyhow::Result<()> {
 /// Until one request is answered: a subscription made on another server of
 /// the cluster takes a moment to reach this one, and meanwhile requests
 /// fail with "no responders".
-async fn wait_ready(client: &async_nats::Client, subject: &str, body: &bytes::Bytes) -> anyhow::Result<()> {
-    let deadline = Instant::now() + READY_WAIT;
+async fn wait_ready(
+    client: &async_nats::Client,
+    subject: &str,
+    body: &bytes::Bytes,
+    wait: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + wait;
     loop {
-        match client.request(subject.to_string(), body.clone()).await {
-            Ok(_) => return Ok(()),
-            Err(error) if Instant::now() < deadline => {
-                let _ = error;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(error) => bail!("no answer on {subject} within {READY_WAIT:?}: {error}"),
+        let attempt = tokio::time::timeout(wait, client.request(subject.to_string(), body.clone())).await;
+        match attempt {
+            Ok(Ok(_)) => return Ok(()),
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            Ok(Err(error)) => bail!("no answer on {subject} within {} ms: {error}", wait.as_millis()),
+            Err(_) => bail!("no answer on {subject} within {} ms", wait.as_millis()),
         }
     }
 }
