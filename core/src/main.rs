@@ -50,6 +50,12 @@ enum Command {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// The nodes of the cloud a running core is in: name, node_id, state,
+    /// last heartbeat, subscriptions, requests in flight there.
+    Nodes {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
     /// Change a running core's log level (e.g. debug, or "info,cumulo_core::routing=debug").
     LogLevel {
         level: String,
@@ -135,6 +141,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Services { admin, command } => return client_done(cli::services(&admin, command)),
         Command::Status { admin } => return client_done(cli::status(&admin)),
+        Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
         _ => {}
     }
@@ -167,6 +174,8 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Services { .. } | Command::Status { .. } | Command::LogLevel { .. } => unreachable!("handled above"),
+        Command::Services { .. } | Command::Status { .. } | Command::Nodes { .. } | Command::LogLevel { .. } => {
+            unreachable!("handled above")
+        }
     }
 }

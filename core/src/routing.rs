@@ -275,7 +275,13 @@ impl Core {
     /// Routes a new request (`rerouted` false) or one already in flight
     /// (forwarded or re-routed; its timer is already armed).
     pub(crate) fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
-        let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
+        let how = match self.instances.get(&r.sender) {
+            // A request from another node is served here (its pseudo-instance
+            // says local); once forwarded or re-routed it may go on, closest first.
+            Some(i) if rerouted && matches!(i.endpoint, Endpoint::Remote(_)) => DestRefresh::ImmediateClosest,
+            Some(i) => i.options.dest_refresh,
+            None => DestRefresh::ImmediateClosest,
+        };
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
                 if self.parked.len() >= self.limits.max_parked {

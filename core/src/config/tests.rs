@@ -115,3 +115,70 @@ fn services_from_json_one_or_many_checked_like_the_file() {
         assert!(r.contains(reason), "{reason:?} not in {r:?}");
     }
 }
+
+#[test]
+fn no_cluster_section_is_a_single_node() {
+    assert!(parse("").unwrap().cluster.is_none());
+}
+
+#[test]
+fn cluster_section_defaults_and_names() {
+    let cfg = parse("[cluster]\nservers = [\"nats://127.0.0.1:4222\", \"nats://127.0.0.1:4223\"]\n").unwrap();
+    let c = cfg.cluster.unwrap();
+    assert_eq!((c.name.as_str(), c.heartbeat_ms, c.purge_ms), ("default", 500, 3000));
+    assert_eq!(c.servers.len(), 2);
+    // the default node name: host name, ':' and the admin port, a valid subject token
+    let name = c.node_name(7311);
+    assert!(name.ends_with(":7311") && crate::cluster::config::valid_name(&name), "{name}");
+    let cfg = parse("[cluster]\nnode = \"b\"\nservers = [\"nats://h:1\"]\nname = \"prod\"\ncreds_file = \"n.creds\"\n")
+        .unwrap();
+    let c = cfg.cluster.unwrap();
+    assert_eq!((c.node_name(1), c.name.as_str()), ("b".to_string(), "prod"));
+    assert_eq!(c.creds_file.unwrap(), PathBuf::from("/etc/cumulo/n.creds"), "paths are relative to the file");
+}
+
+#[test]
+fn cluster_errors_name_the_field() {
+    let ok = "servers = [\"nats://127.0.0.1:4222\"]";
+    let cases = [
+        ("[cluster]\nnode = \"a\"".to_string(), "cluster.servers", "one or more NATS servers"),
+        ("[cluster]\nservers = []".to_string(), "cluster.servers", "one or more"),
+        ("[cluster]\nservers = [\"nats://[::1\"]".to_string(), "cluster.servers", "not a NATS server address"),
+        (format!("[cluster]\n{ok}\nnode = \"a.b\""), "cluster.node", "subject token"),
+        (format!("[cluster]\n{ok}\nname = \"x y\""), "cluster.name", "subject token"),
+        (format!("[cluster]\n{ok}\nname = \"\""), "cluster.name", "subject token"),
+        (format!("[cluster]\n{ok}\nheartbeat_ms = 1"), "cluster.heartbeat_ms", "at least 10 ms"),
+        (format!("[cluster]\n{ok}\nheartbeat_ms = 500\npurge_ms = 600"), "cluster.purge_ms", "twice heartbeat_ms"),
+        (format!("[cluster]\n{ok}\npassword = \"p\""), "cluster.password", "give user"),
+        (format!("[cluster]\n{ok}\nuser = \"u\"\ntoken = \"t\""), "cluster.token", "not both"),
+        (format!("[cluster]\n{ok}\ntls_cert_file = \"c.pem\""), "cluster.tls_cert_file", "go together"),
+        (format!("[cluster]\n{ok}\nport = 4"), "", "unknown field `port`"),
+    ];
+    for (text, field, reason) in cases {
+        let e = parse(&text).unwrap_err();
+        let shown = e.to_string();
+        assert!(e.field.contains(field), "field {:?} for {text:?}: {shown}", e.field);
+        assert!(shown.contains(reason), "{reason:?} not in {shown}");
+    }
+}
+
+#[test]
+fn node_aware_dest_refresh_values_parse() {
+    for v in [
+        "immediate_closest",
+        "lazy_closest",
+        "immediate_furthest",
+        "lazy_furthest",
+        "immediate_local",
+        "lazy_local",
+        "immediate_remote",
+        "lazy_remote",
+        "immediate_random",
+        "lazy_random",
+        "round_robin",
+        "least_busy",
+        "none",
+    ] {
+        parse(&format!("[core.unmanaged]\ndest_refresh = \"{v}\"")).unwrap_or_else(|e| panic!("{v}: {e}"));
+    }
+}

@@ -120,3 +120,92 @@ fn count_tags(api: &mut Api, name: &str, n: u32) -> HashMap<String, u32> {
     }
     counts
 }
+
+#[test]
+fn forward_across_nodes_keeps_the_sender_and_the_time_left() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    // a's client → /front/ on b (forwards after 200 ms) → /back/ on c
+    let _c = Core::start(node(&urls, "c", 3).service(tagged!("/back/", "c")));
+    let _b = Core::start(
+        node(&urls, "b", 2)
+            .service(tagged!("/front/", "b").mode("forward").env("TS_FORWARD_TO", "/back/x").env("TS_SLEEP_MS", 200)),
+    );
+    let a = Core::start(node(&urls, "a", 1));
+    let mut api = a.client();
+    wait_reachable(&mut api, "/back/x", ms(10_000));
+    let end = std::time::Instant::now() + ms(10_000);
+    let r = loop {
+        // b may not know c's patterns yet: its forward then ends in NO_SERVICE
+        match api.send_sync("/front/a", b"", b"through", opts(3000)) {
+            Ok(r) => break r,
+            Err(e) if std::time::Instant::now() < end => {
+                assert_eq!(e.status(), Some(Status::NoService), "{e}");
+                std::thread::sleep(ms(50));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(field(&r, "tag"), "c", "answered by the service the request was forwarded to");
+    assert_eq!(field(&r, "name"), "/back/x");
+    assert_eq!(r.body, b"through");
+    assert_eq!(field(&r, "sync"), "1");
+    let left: u32 = field(&r, "timeout").parse().unwrap();
+    assert!(left <= 2800, "c sees only the time left after b's 200 ms: {left}");
+}
+
+#[test]
+fn the_http_gateway_on_one_node_serves_a_service_on_another() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let port = free_port();
+    let _c = Core::start(node(&urls, "c", 3).service(tagged!("/calc/", "c")));
+    let a = Core::start(
+        node(&urls, "a", 1).service(Service::internal("/web/", "http").set("settings", format!("{{ port = {port} }}"))),
+    );
+    let mut api = a.client();
+    wait_reachable(&mut api, "/calc/add/post", ms(10_000));
+    let (code, body) = http_post(port, "/calc/add", b"1+2");
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(body, b"1+2", "the service on c echoed the body");
+}
+
+fn http_post(port: u16, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(ms(5000))).unwrap();
+    write!(s, "POST {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len())
+        .unwrap();
+    s.write_all(body).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
+    let code = String::from_utf8_lossy(&buf[9..12]).parse().unwrap();
+    (code, buf[end + 4..].to_vec())
+}
+
+#[test]
+fn a_request_or_answer_over_the_nats_max_payload_is_too_large() {
+    let nats = NatsServer::start(Some(64 * 1024));
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(tagged!("/b/", "b")));
+    let a = Core::start(node(&urls, "a", 1));
+    let mut api = a.client();
+    wait_reachable(&mut api, "/b/x", ms(10_000));
+    // under the limit: fine
+    let r = api.send_sync("/b/x", b"", &vec![7u8; 60_000], opts(5000)).unwrap();
+    assert_eq!(r.body.len(), 60_000);
+    // a request over it fails at once, and says why
+    let t0 = std::time::Instant::now();
+    let e = api.send_sync("/b/x", b"", &vec![7u8; 100_000], opts(5000)).unwrap_err();
+    assert_eq!(e.status(), Some(Status::TooLarge), "{e}");
+    assert!(e.to_string().contains("max_payload"), "{e}");
+    assert!(t0.elapsed() < ms(2000));
+    // an answer over it: the sender gets TOO_LARGE instead
+    let e = api.send_sync("/b/x", b"", b"big:100000", opts(5000)).unwrap_err();
+    assert_eq!(e.status(), Some(Status::TooLarge), "{e}");
+    assert!(e.to_string().contains("response"), "{e}");
+    // and the link goes on
+    let r = api.send_sync("/b/x", b"", b"after", opts(5000)).unwrap();
+    assert_eq!(r.body, b"after");
+}
