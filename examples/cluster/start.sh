@@ -128,6 +128,7 @@ echo "  curl '$url'          # C, on node c"
 echo "  curl 'http://127.0.0.1:8080/tests/http_req/python.xml?value=42'     # Python, on node c"
 echo "  curl 'http://127.0.0.1:8080/tests/http_req/cpp.xml?value=42'        # C++, on node b"
 echo "  curl 'http://127.0.0.1:8080/tests/http_req/rust.xml?value=42'       # Rust, on a and b: a answers (closest)"
+echo "  target/release/cumulo nodes -c examples/cluster/node-a.toml          # the cloud, as node a sees it"
 echo "  target/release/cumulo services list -c examples/cluster/node-c.toml # node c's services"
 echo "Ctrl-C stops the nodes and the NATS servers."
 
