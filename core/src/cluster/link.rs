@@ -295,8 +295,12 @@ impl Task {
         }
         let mut core = self.core.borrow_mut();
         let mut m = self.membership.borrow_mut();
+        let hello = m.heartbeat();
         let (member, joined) = m.touch(&mut core, &node, node_id, boot);
         if joined {
+            // Announce at once, so that the new node knows this one before
+            // any request from here reaches it (one connection keeps order).
+            self.say(hello);
             let subject = wire::data_subject(&self.cloud, &node);
             tokio::task::spawn_local(writer(
                 self.client.clone(),
@@ -324,12 +328,19 @@ impl Task {
     /// Frames from another node: REQUESTs to serve here, RESPONSEs to
     /// requests this node sent there.
     fn on_data(&mut self, payload: &[u8]) {
-        let Some((node, boot, frames)) = wire::parse_data(payload) else { return };
+        let Some((node, boot, frames)) = wire::parse_data(payload) else {
+            return;
+        };
         let mut m = self.membership.borrow_mut();
         let Some(member) = m.members.get_mut(node).filter(|x| x.boot == boot) else {
-            // From a node not (or no longer) known here: its requests end
-            // at their timeout on its side.
+            // From a node not (or no longer) known here (it heard of this
+            // node before this node heard of it): its requests are refused
+            // at once rather than left to their timeout on its side. It
+            // knows this node, so it takes the answers.
             m.dropped_frames += 1;
+            let header = wire::data_header(&m.me, m.boot);
+            drop(m);
+            self.refuse_unknown(node, frames, header);
             return;
         };
         member.last_seen = Instant::now();
@@ -346,7 +357,9 @@ impl Task {
                 Ok(Frame::Response(r)) => {
                     let _ = core.ret(from, &r);
                 }
-                Ok(other) => tracing::debug!("cluster: {} from node {node} ignored", other.type_name()),
+                Ok(other) => {
+                    tracing::debug!("cluster: {} from node {node} ignored", other.type_name())
+                }
                 Err(e) => {
                     // Counted, not logged each time: a broken peer could
                     // otherwise fill the log at its message rate.
@@ -355,6 +368,42 @@ impl Task {
                     break;
                 }
             }
+        }
+    }
+}
+
+impl Task {
+    /// Answers every REQUEST in `frames` from a node not known here with
+    /// `NO_SERVICE`, published back to that node.
+    fn refuse_unknown(&self, node: &str, frames: &[u8], header: Vec<u8>) {
+        if !super::config::valid_name(node) {
+            return;
+        }
+        let msg = format!(
+            "node {} does not know node {node} yet (it joined less than a heartbeat ago): retry",
+            self.membership.borrow().me
+        );
+        let mut out = BytesMut::from(&header[..]);
+        let mut at = 0;
+        while let Ok(Some(n)) = cumulo_proto::next_frame_len(&frames[at..], u32::MAX) {
+            if let Ok(Frame::Request(r)) = cumulo_proto::decode(&frames[at + cumulo_proto::LEN_PREFIX..at + n]) {
+                let ret = Return {
+                    trans_id: r.trans_id,
+                    status: Status::NoService.code(),
+                    response_info: b"",
+                    response: msg.as_bytes(),
+                };
+                let mut b = Vec::new();
+                cumulo_proto::encode_return(&mut b, cumulo_proto::kind::RESPONSE, &ret);
+                out.put_slice(&b);
+            }
+            at += n;
+        }
+        if out.len() > header.len() {
+            let (client, subject) = (self.client.clone(), wire::data_subject(&self.cloud, node));
+            tokio::task::spawn_local(async move {
+                let _ = client.publish(subject, out.freeze()).await;
+            });
         }
     }
 }

@@ -221,3 +221,64 @@ fn sample_or_0(text: &str, series: &str) -> u64 {
         .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
         .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
 }
+
+/// A request from a node this node has not heard of yet (it heard of this
+/// node first, a heartbeat earlier) is refused at once with NO_SERVICE,
+/// published back to that node, not left to its timeout. Played by a raw
+/// NATS client speaking NATS's text protocol: a stranger node "z".
+#[test]
+fn a_request_from_a_node_not_known_yet_is_refused_at_once() {
+    use cumulo_e2e::raw::{Body, Cursor, REQUEST, RESPONSE};
+    use std::io::{BufRead, BufReader, Read, Write};
+    let nats = NatsServer::start(None);
+    let b = Core::start(node(&[nats.url()], "b", 2).service(tagged!("/b/", "b")));
+    b.wait_lines(&["connected to NATS"], 1, ms(10_000));
+    let addr = nats.url().trim_start_matches("nats://").to_string();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(ms(5000))).unwrap();
+    let mut rd = BufReader::new(conn.try_clone().unwrap());
+    let mut line = String::new();
+    rd.read_line(&mut line).unwrap(); // INFO
+    write!(conn, "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\nSUB cumulo.test.node.z 1\r\nPING\r\n").unwrap();
+    line.clear();
+    rd.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "PONG", "the subscription is in place");
+    // A data message: header (name length, name, boot), then one REQUEST.
+    let tid = cumulo_e2e::raw::trans_id(26, 7);
+    let request = Body::new()
+        .raw(&tid)
+        .u32(5000)
+        .u8(0)
+        .u8(1)
+        .u64((26 << 32) | 7)
+        .str("/b/x")
+        .str("/b/*")
+        .bytes(b"")
+        .bytes(b"hello")
+        .frame(REQUEST);
+    let mut msg = vec![1u8, b'z'];
+    msg.extend_from_slice(&42u64.to_le_bytes());
+    msg.extend_from_slice(&request);
+    let t0 = Instant::now();
+    write!(conn, "PUB cumulo.test.node.b {}\r\n", msg.len()).unwrap();
+    conn.write_all(&msg).unwrap();
+    conn.write_all(b"\r\n").unwrap();
+    // The answer: MSG cumulo.test.node.z 1 <len>, then b's header and a RESPONSE.
+    line.clear();
+    rd.read_line(&mut line).unwrap();
+    assert!(line.starts_with("MSG cumulo.test.node.z 1 "), "{line:?}");
+    let len: usize = line.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    let mut payload = vec![0u8; len + 2];
+    rd.read_exact(&mut payload).unwrap();
+    assert!(t0.elapsed() < ms(2000), "refused at once, not at the 5 s timeout: {:?}", t0.elapsed());
+    let (name_len, rest) = (payload[0] as usize, &payload[1..len]);
+    assert_eq!(&rest[..name_len], b"b");
+    let frame = &rest[name_len + 8..];
+    assert_eq!(frame[4], RESPONSE);
+    let mut r = Cursor(&frame[5..]);
+    assert_eq!(r.tid(), tid);
+    assert_eq!(r.u16(), Status::NoService.code());
+    let _info = r.bytes();
+    let why = String::from_utf8(r.bytes()).unwrap();
+    assert!(why.contains("does not know node z"), "{why}");
+}
