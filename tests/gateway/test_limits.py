@@ -83,10 +83,21 @@ def test_oversized_headers_are_431(cloud):
 
 
 def test_path_too_long_for_a_service_name_is_414(cloud):
-    # A service name is at most 65535 bytes on the wire; hyper's URI limit
-    # is just under it.
+    # hyper's own URI limit is just under 65535 bytes.
     head = b"GET /echo/" + b"a" * 66000 + b" HTTP/1.1\r\nHost: t\r\n\r\n"  # under max_header_size
     assert raw_exchange(cloud.port, head).status == 414
+    still_serving(cloud.port)
+
+
+def test_path_over_the_cores_max_name_is_414(cloud):
+    # The core refuses names over core.max_name (4096 bytes by default): the
+    # gateway says so as 414, before any request reaches the core.
+    head = b"GET /echo/" + b"a" * 5000 + b" HTTP/1.1\r\nHost: t\r\n\r\n"
+    resp = raw_exchange(cloud.port, head)
+    assert resp.status == 414, resp
+    assert b"core.max_name" in resp.body
+    head = b"GET /echo/" + b"a" * 3000 + b" HTTP/1.1\r\nHost: t\r\n\r\n"
+    assert raw_exchange(cloud.port, head).status == 200
     still_serving(cloud.port)
 
 

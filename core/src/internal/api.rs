@@ -76,6 +76,11 @@ impl InternalApi {
         self.id
     }
 
+    /// The longest service name the core accepts (`core.max_name`).
+    pub fn max_name(&self) -> usize {
+        self.core.borrow().limits.names.max_name
+    }
+
     pub fn subscribe(&self, pattern: &str) -> Result<(), (Status, String)> {
         self.core().subscribe(self.id, pattern)
     }

@@ -24,9 +24,6 @@ use std::time::{Duration, Instant};
 /// this only guarantees that no HTTP client can hang if that ever failed.
 const SAFETY_MARGIN: Duration = Duration::from_secs(1);
 
-/// Longest service name the wire protocol carries (a `str`, u16 length).
-const MAX_NAME: usize = u16::MAX as usize;
-
 pub struct Gateway {
     api: InternalApi,
     names: NameMapping,
@@ -84,8 +81,9 @@ impl Gateway {
         let name = self.names.service_name(&parts.method, parts.uri.path());
         let resp = if let Some(why) = host_problem(&parts) {
             plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: {why}\n"))
-        } else if name.len() > MAX_NAME {
-            let text = format!("uri too long: the service name would be {} bytes, over {MAX_NAME}\n", name.len());
+        } else if name.len() > self.api.max_name() {
+            let max = self.api.max_name();
+            let text = format!("uri too long: the service name would be {} bytes, over {max} (core.max_name)\n", name.len());
             plain_and_close(StatusCode::URI_TOO_LONG, text)
         } else {
             match self.payload(&parts, body).await {
