@@ -215,7 +215,39 @@ pub struct Instance {
     pub rx_fd: Option<RawFd>,
 }
 
+/// Who an instance is, as it is admitted: the rest of `Instance` starts
+/// empty (nothing delivered, queued or subscribed).
+pub struct Identity {
+    pub prefix: Rc<str>,
+    pub label: String,
+    pub origin: Option<Origin>,
+    pub options: Rc<ServiceOptions>,
+    pub metrics: Rc<ServiceMetrics>,
+    pub window: u32,
+}
+
 impl Instance {
+    pub fn new(id: InstanceId, who: Identity, endpoint: Endpoint) -> Instance {
+        let Identity { prefix, label, origin, options, metrics, window } = who;
+        Instance {
+            id,
+            prefix,
+            label,
+            origin,
+            options,
+            metrics,
+            retiring: false,
+            window,
+            delivered: Vec::new(),
+            queue: Default::default(),
+            subscriptions: Vec::new(),
+            endpoint,
+            last_rx: Instant::now(),
+            silent_rounds: 0,
+            rx_fd: None,
+        }
+    }
+
     pub fn has_room(&self) -> bool {
         (self.delivered.len() as u32) < self.window
     }

@@ -6,7 +6,7 @@
 
 use crate::config::{ServiceOptions, MAX_WINDOW};
 use crate::held::{Held, Holds};
-use crate::instance::{Endpoint, Instance, Origin, OwnedRequest, ServiceId};
+use crate::instance::{Endpoint, Identity, Instance, Origin, OwnedRequest, ServiceId};
 use crate::log_throttle::Throttle;
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
@@ -235,26 +235,8 @@ impl Core {
         };
         let window = window.clamp(1, options.max_window.min(MAX_WINDOW));
         tracing::debug!(instance = id, "{label} connected (window {window})");
-        self.instances.insert(
-            id,
-            Instance {
-                id,
-                prefix: prefix.clone(),
-                label,
-                origin,
-                options: options.clone(),
-                metrics,
-                retiring: false,
-                window,
-                delivered: Vec::new(),
-                queue: Default::default(),
-                subscriptions: Vec::new(),
-                endpoint,
-                last_rx: Instant::now(),
-                silent_rounds: 0,
-                rx_fd: None,
-            },
-        );
+        let who = Identity { prefix: prefix.clone(), label, origin, options: options.clone(), metrics, window };
+        self.instances.insert(id, Instance::new(id, who, endpoint));
         Ok(Accepted { id, prefix, options, window, process_index: pi, process_count: pc, thread_count: tc })
     }
 
@@ -274,26 +256,10 @@ impl Core {
         let id = self.new_id();
         let label = format!("{prefix} internal instance {process_index}");
         tracing::debug!(instance = id, "{label} started");
-        self.instances.insert(
-            id,
-            Instance {
-                id,
-                prefix: Rc::from(prefix),
-                label,
-                origin: Some(Origin { service, process_index, token: Rc::from("") }),
-                window: options.max_window,
-                options,
-                metrics,
-                retiring: false,
-                delivered: Vec::new(),
-                queue: Default::default(),
-                subscriptions: Vec::new(),
-                endpoint: Endpoint::Internal(inbox),
-                last_rx: Instant::now(),
-                silent_rounds: 0,
-                rx_fd: None,
-            },
-        );
+        let origin = Some(Origin { service, process_index, token: Rc::from("") });
+        let window = options.max_window;
+        let who = Identity { prefix: Rc::from(prefix), label, origin, options, metrics, window };
+        self.instances.insert(id, Instance::new(id, who, Endpoint::Internal(inbox)));
         Ok(id)
     }
 
@@ -307,25 +273,8 @@ impl Core {
         outbox: Rc<crate::instance::Outbox>,
     ) -> InstanceId {
         let id = self.new_id();
-        let window = options.max_window;
-        let instance = Instance {
-            id,
-            prefix: Rc::from(""),
-            label,
-            origin: None,
-            options,
-            metrics,
-            retiring: false,
-            window,
-            delivered: Vec::new(),
-            queue: Default::default(),
-            subscriptions: Vec::new(),
-            endpoint: Endpoint::Remote(outbox),
-            last_rx: Instant::now(),
-            silent_rounds: 0,
-            rx_fd: None,
-        };
-        self.instances.insert(id, instance);
+        let who = Identity { prefix: Rc::from(""), label, origin: None, window: options.max_window, options, metrics };
+        self.instances.insert(id, Instance::new(id, who, Endpoint::Remote(outbox)));
         id
     }
 
