@@ -147,7 +147,7 @@ impl BenchReport {
             self.rate_mode
         );
         if let Some(c) = &self.search {
-            let probe = self.probe_rate.map(|r| format!(" after a closed-loop probe at {r:.1}/s")).unwrap_or_default();
+            let probe = self.probe_rate.map(|r| format!("; closed-loop probe {r:.1}/s")).unwrap_or_default();
             let _ = writeln!(o, "{}{probe}", c.line(self.ticks.len()));
             if c.failed() > 0 && c.transient * 2 >= c.failed() {
                 let _ = writeln!(

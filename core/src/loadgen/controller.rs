@@ -77,6 +77,15 @@ pub const PROBE_CEILING: f64 = 1.1;
 /// near, doubling would overshoot it by far.
 pub const REGROWTH: f64 = 1.25;
 
+/// Share of a tick's requests that may be missing at its end beyond those
+/// still in flight: 2%, so a rate a few percent above the capacity fails
+/// in one tick rather than passing on the slack (a lone hiccup is caught
+/// by the retry, not by a loose threshold).
+pub const BACKLOG_SHARE: f64 = 0.02;
+
+/// Passing ticks in a row at an unconfirmed ceiling to lift it.
+pub const LIFT_TICKS: usize = 2;
+
 /// What happened during one tick.
 #[derive(Debug, Clone)]
 pub struct TickOutcome {
@@ -87,6 +96,8 @@ pub struct TickOutcome {
     pub errors: u64,
     pub timeouts: u64,
     pub p99_us: u64,
+    /// Mean latency of the tick's answers, µs (0 when none).
+    pub mean_us: u64,
     pub first_error: Option<String>,
 }
 
@@ -275,9 +286,14 @@ impl Dynamic {
             return Some(Failure { kind, why: format!("{} errors, {} timeouts{first}", t.errors, t.timeouts) });
         }
         // A backlog growing in the target (or a sender that cannot keep up)
-        // shows as answers falling behind the schedule.
+        // shows as answers falling behind the schedule. Some are still on
+        // their way at the end of any tick: rate x mean latency of the
+        // tick (Little's law), which a tick starting after a drain has
+        // to fill. A growing backlog falls behind twice as fast as its
+        // rising latency explains, so it still fails.
         let due = (t.rate * t.seconds).max(t.scheduled as f64);
-        if (t.ok as f64) < 0.95 * due {
+        let in_flight = t.rate * t.mean_us as f64 / 1e6;
+        if (t.ok as f64) < due - BACKLOG_SHARE * due - in_flight {
             let why = format!("only {} of {:.0} requests answered within the tick", t.ok, due);
             return Some(Failure { kind: FailKind::Backlog, why });
         }
@@ -303,7 +319,8 @@ impl Dynamic {
                 self.counts.add(f.kind);
                 self.retrying = false;
                 if self.retried {
-                    self.failed()
+                    let answered = (f.kind == FailKind::Backlog).then(|| t.measured_rate());
+                    self.failed(answered)
                 } else {
                     // One failure proves nothing yet: drain, and the same rate again.
                     self.retried = true;
@@ -321,9 +338,15 @@ impl Dynamic {
         // warm-up (or a busy machine) would otherwise allow anything.
         self.p99_reference = Some(self.p99_reference.map_or(t.p99_us, |r| r.min(t.p99_us)).max(1));
         self.held.push(t.measured_rate());
+        // Passing at (or above) the ceiling, twice in a row: it was a stall,
+        // not a limit. (Once is not enough: a rate a little above the
+        // capacity can pass one tick fresh after a drain.)
+        let at_hi = self.hi.is_some_and(|h| self.rate >= h.rate * (1.0 - 1e-9));
+        if at_hi && self.held.len() < LIFT_TICKS && !self.stable {
+            return Step::Hold;
+        }
         self.lo = Some(self.lo.map_or(self.rate, |lo| lo.max(self.rate)));
-        // Passing at (or above) the ceiling: it was a stall, not a limit.
-        if self.hi.is_some_and(|h| self.rate >= h.rate * (1.0 - 1e-9)) {
+        if at_hi {
             self.hi = None;
             self.lifted = true;
             self.counts.ceilings_lifted += 1;
@@ -361,9 +384,19 @@ impl Dynamic {
     }
 
     /// The current rate failed twice in a row: a limit, at least for now.
-    fn failed(&mut self) -> Step {
+    /// `answered`: what the target answered per second in the last tick,
+    /// when it fell behind.
+    fn failed(&mut self, answered: Option<f64>) -> Step {
         self.stable = false;
         let rate = self.rate;
+        // Answering far less than asked, and less than a rate that passed
+        // before: the target slowed down. What it answered is where its
+        // capacity is now, as a probe's rate is: start under it.
+        if let Some(a) = answered.filter(|&a| a < rate * PROBE_START && self.lo.is_some_and(|lo| a < lo)) {
+            self.lo = None;
+            self.hi = Some(Ceiling { rate: (a * PROBE_CEILING).min(rate), confirmed: false });
+            return self.change((a * PROBE_START).max(MIN_RATE), true);
+        }
         self.hi = Some(match self.hi {
             // Failing again at the ceiling: confirmed.
             Some(h) if rate >= h.rate * (1.0 - 1e-9) => Ceiling { rate: h.rate, confirmed: true },
@@ -374,7 +407,7 @@ impl Dynamic {
             // down; back off below it and search again.
             Some(lo) if lo >= rate => {
                 self.lo = None;
-                rate * 0.8
+                rate * (1.0 - 2.0 * self.s.precision)
             }
             Some(lo) if (rate - lo) / lo > self.s.precision => 0.5 * (lo + rate),
             Some(lo) => lo,
@@ -412,6 +445,7 @@ mod tests {
             errors: 0,
             timeouts: if rate > capacity * 1.02 { 1 } else { 0 },
             p99_us: if rate > capacity { 1_000_000 } else { 1_000 },
+            mean_us: 500,
             first_error: None,
         }
     }

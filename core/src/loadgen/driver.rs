@@ -165,6 +165,7 @@ pub async fn drive(
             errors: w.errors,
             timeouts: w.timeouts,
             p99_us: w.latency.percentile(99.0),
+            mean_us: w.latency.moments.mean().unwrap_or(0.0) as u64,
             first_error: w.first_error.clone(),
         };
         let finished_early = end_at.is_some_and(|e| now >= e) && seconds < plan.tick.as_secs_f64() * 0.5;
