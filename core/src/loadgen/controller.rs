@@ -397,17 +397,19 @@ impl Dynamic {
             self.hi = Some(Ceiling { rate: (a * PROBE_CEILING).min(rate), confirmed: false });
             return self.change((a * PROBE_START).max(MIN_RATE), true);
         }
+        // Passed before at this rate (or above), and now failed twice: a
+        // rate at the edge, which trying again will not settle.
+        let at_the_edge = self.lo.is_some_and(|lo| lo >= rate);
         self.hi = Some(match self.hi {
             // Failing again at the ceiling: confirmed.
             Some(h) if rate >= h.rate * (1.0 - 1e-9) => Ceiling { rate: h.rate, confirmed: true },
-            _ => Ceiling { rate, confirmed: false },
+            _ => Ceiling { rate, confirmed: at_the_edge },
         });
         let next = match self.lo {
-            // It passed before at this rate or above: the target slowed
-            // down; back off below it and search again.
-            Some(lo) if lo >= rate => {
+            // Hold just under it (what passed above it no longer counts).
+            Some(_) if at_the_edge => {
                 self.lo = None;
-                rate * (1.0 - 2.0 * self.s.precision)
+                rate / (1.0 + 0.9 * self.s.precision)
             }
             Some(lo) if (rate - lo) / lo > self.s.precision => 0.5 * (lo + rate),
             Some(lo) => lo,
@@ -521,6 +523,35 @@ mod tests {
         assert!(stable <= capacity && stable > capacity * 0.9, "stable at {stable}");
         assert!(ticks < 40, "{ticks} ticks");
         assert!(d.counts().ceilings_lifted >= 1, "{:?}", d.counts());
+    }
+
+    #[test]
+    fn a_ceiling_is_lifted_only_after_two_passing_ticks_at_it() {
+        // the probe's ceiling (2200) is tried when the bracket under it closes
+        let mut d = Dynamic::new(DynamicSettings { stable_ticks: 3, raises: 1, ..Default::default() });
+        d.probed(2000.0);
+        while d.rate() < 2200.0 - 1e-6 {
+            assert!(!matches!(d.on_tick(&tick(d.rate(), 1e9)).0, Step::Stable { .. }));
+        }
+        // one pass at the ceiling holds it, a second lifts it and climbs on
+        assert_eq!(d.on_tick(&tick(2200.0, 1e9)).0, Step::Hold);
+        assert_eq!(d.counts().ceilings_lifted, 0);
+        assert!(
+            matches!(d.on_tick(&tick(2200.0, 1e9)).0, Step::Change { rate, drain: false } if rate == 2200.0 * REGROWTH)
+        );
+        assert_eq!(d.counts().ceilings_lifted, 1);
+        // a ceiling that passes once and then fails twice is confirmed
+        let mut d = Dynamic::new(DynamicSettings { stable_ticks: 3, raises: 1, ..Default::default() });
+        d.probed(2000.0);
+        while d.rate() < 2200.0 - 1e-6 {
+            d.on_tick(&tick(d.rate(), 1e9));
+        }
+        d.on_tick(&tick(2200.0, 1e9));
+        d.on_tick(&stalled(2200.0));
+        assert!(matches!(d.on_tick(&stalled(2200.0)).0, Step::Change { rate, drain: true } if rate < 2200.0));
+        let (stable, _) = search(&mut d, |_| 1e9);
+        assert!(stable < 2200.0 && stable > 2000.0, "{stable}");
+        assert_eq!(d.counts().ceilings_lifted, 0);
     }
 
     #[test]
