@@ -1,5 +1,90 @@
 # Helpers shared by the bench/* scripts: source it, after `set -euo pipefail`.
 #   . "$(dirname "$0")/lib.sh"
+# It defines the array `pids` (processes to stop) and the functions below;
+# it sets no trap itself: a script calls bench_traps once its work folder is set.
+
+pids=()
+
+# bench_help SCRIPT: print the script's header comment (its --help).
+bench_help() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$1"; }
+
+# bench_lock NAME: one benchmark at a time on this machine. Two at once
+# would each measure the other's load; the second waits for the first.
+bench_lock() {
+    exec 9>/tmp/cumulo-bench.lock
+    if ! flock -n 9; then
+        echo "$1: waiting for another benchmark to finish (/tmp/cumulo-bench.lock)" >&2
+        flock 9
+    fi
+}
+
+# bench_apt_install PROGRAM=PACKAGE...: install the Debian package of each
+# program that is missing (quietly; apt-get update only if the first try fails).
+bench_apt_install() {
+    local missing=() pair
+    for pair in "$@"; do
+        command -v "${pair%%=*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%=*}" ] || missing+=("${pair#*=}")
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
+    echo "installing ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+        { $sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }
+}
+
+# stop_all: stop every process in `pids`, the last started first, and reap them.
+stop_all() {
+    local i pid
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pids=()
+}
+
+# bench_traps WORK: on exit stop everything and remove WORK; Ctrl-C exits.
+bench_traps() {
+    bench_work=$1
+    trap 'stop_all; rm -rf "$bench_work"' EXIT
+    trap 'exit 130' INT TERM
+}
+
+# wait_for TEST...: up to 10 s for a condition, polled every 0.1 s.
+wait_for() {
+    local _
+    for _ in $(seq 100); do "$@" && return 0; sleep 0.1; done
+    echo "timed out waiting for: $*" >&2
+    return 1
+}
+
+# free_port: a TCP port free on 127.0.0.1 just now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# port_open PORT: something accepts connections on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# median: the median of the numbers on stdin, one per line (0 if none).
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# cpu_ticks PID...: user + system clock ticks (all threads) of the
+# processes, summed; a process that is gone counts 0.
+cpu_ticks() {
+    local pid total=0 t
+    for pid in "$@"; do
+        # Fields 14 and 15 counted after the command name, which is in
+        # parentheses and may hold spaces.
+        t=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }') || t=0
+        total=$((total + ${t:-0}))
+    done
+    echo "$total"
+}
+clock_ticks=$(getconf CLK_TCK)
+
+# machine_line: the machine and the time, for a report's header.
+machine_line() {
+    local cpu
+    cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+    echo "machine: $(nproc) CPUs, ${cpu:-unknown CPU}, $(free -g | awk '/Mem:/ {print $2}') GiB, Linux $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC')"
+}
 
 # --- Spreads: what a repeated figure is made of -------------------------
 # A figure measured N times is quoted as its median only with its spread:
@@ -9,8 +94,7 @@
 # on a quieter machine rather than quote the median (docs/BENCHMARKS.md).
 BENCH_UNSETTLED_RATIO=1.3
 
-# median: the median of the numbers on stdin, one per line (0 if none).
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# (median, above, is the middle of the same numbers.)
 
 # spread: the numbers on stdin, one per line, as "N MIN MEDIAN MAX RATIO
 # FLAG", FLAG "unsettled" or "settled" (a single run, or none, is "settled"

@@ -34,6 +34,12 @@ pub const DEFAULT_MAX_SENDER_QUEUED_BYTES: u64 = 64 * 1024 * 1024;
 /// Default per-instance queue limit, bytes (64 MiB, as max_outbox): what
 /// one instance that stops taking requests can make the core hold.
 pub const DEFAULT_QUEUE_SIZE: u32 = 64 * 1024 * 1024;
+/// Default cap on the subscriptions of one instance: far above what a
+/// service subscribes (a handful of patterns per thread), low enough that one
+/// peer can neither fill the registry (at most this x `max_pattern` bytes,
+/// 4 MiB with the defaults) nor make a lookup try more than this many of its
+/// wildcard patterns.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: u32 = 1024;
 /// Default keep-alive interval, ms.
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.
@@ -89,6 +95,14 @@ pub struct CoreConfig {
     pub max_parked: u32,
     pub max_queued_bytes: u64,
     pub max_sender_queued_bytes: u64,
+    /// Longest service name, bytes (`pattern::DEFAULT_MAX_NAME`).
+    pub max_name: u32,
+    /// Longest pattern, prefix included, bytes.
+    pub max_pattern: u32,
+    /// Most wildcards in one pattern.
+    pub max_wildcards: u32,
+    /// Most subscriptions one instance may hold.
+    pub max_subscriptions: u32,
     pub hello_timeout: u32,
     pub keepalive: u32,
     pub allow_unmanaged: bool,
@@ -109,6 +123,10 @@ impl Default for CoreConfig {
             max_parked: DEFAULT_MAX_PARKED,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             max_sender_queued_bytes: DEFAULT_MAX_SENDER_QUEUED_BYTES,
+            max_name: crate::pattern::DEFAULT_MAX_NAME,
+            max_pattern: crate::pattern::DEFAULT_MAX_PATTERN,
+            max_wildcards: crate::pattern::DEFAULT_MAX_WILDCARDS,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
             hello_timeout: DEFAULT_HELLO_TIMEOUT_MS,
             keepalive: DEFAULT_KEEPALIVE_MS,
             allow_unmanaged: true,
@@ -118,13 +136,21 @@ impl Default for CoreConfig {
 }
 
 /// How a sender picks one instance among those subscribed to the matched
-/// pattern. With a single node, "closest" and plain random coincide, and the
-/// registry is always current, so "lazy" and "immediate" behave alike.
+/// pattern. Node-aware ones (docs/CLUSTER.md): "closest" prefers an instance
+/// on this node, "furthest" one on another node, "local" and "remote" take
+/// only those; with a single node every instance is local. The registry is
+/// always current, so "lazy" and "immediate" behave alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DestRefresh {
     ImmediateClosest,
     LazyClosest,
+    ImmediateFurthest,
+    LazyFurthest,
+    ImmediateLocal,
+    LazyLocal,
+    ImmediateRemote,
+    LazyRemote,
     ImmediateRandom,
     LazyRandom,
     RoundRobin,
@@ -266,6 +292,9 @@ pub struct Config {
     pub admin: AdminConfig,
     #[serde(default, rename = "service")]
     pub services: Vec<ServiceConfig>,
+    /// Nodes of one cloud over NATS (docs/CLUSTER.md); none: a single node.
+    #[serde(default)]
+    pub cluster: Option<crate::cluster::config::ClusterConfig>,
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -312,6 +341,9 @@ impl Config {
             reason: e.to_string().trim().replace('\n', " "),
         })?;
         cfg.base_dir = if base_dir.as_os_str().is_empty() { PathBuf::from(".") } else { base_dir };
+        if let Some(c) = &mut cfg.cluster {
+            c.resolve_paths(&cfg.base_dir);
+        }
         cfg.validate().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
         Ok(cfg)
     }
@@ -340,12 +372,36 @@ impl Config {
         if c.hello_timeout < 100 {
             return err("core.hello_timeout", "must be at least 100 ms");
         }
+        if !(64..=65_535).contains(&c.max_name) {
+            return err("core.max_name", "must be 64 .. 65535 bytes (a name is a u16-length string)");
+        }
+        if !(64..=65_535).contains(&c.max_pattern) {
+            return err("core.max_pattern", "must be 64 .. 65535 bytes (a pattern is a u16-length string)");
+        }
+        if !(1..=256).contains(&c.max_wildcards) {
+            return err("core.max_wildcards", "must be 1 .. 256 (matching costs one pass over the name per wildcard)");
+        }
+        if c.max_subscriptions == 0 {
+            return err("core.max_subscriptions", "must be at least 1");
+        }
         validate_options("core.unmanaged", &c.unmanaged)?;
         validate_admin(&self.admin)?;
+        if let Some(cluster) = &self.cluster {
+            crate::cluster::config::validate(cluster)?;
+        }
         for (i, s) in self.services.iter().enumerate() {
             validate_service(&format!("service[{i}] ({})", s.prefix), s)?;
         }
         Ok(())
+    }
+
+    /// The limits on names and patterns (`[core] max_name`, ...).
+    pub fn name_limits(&self) -> crate::pattern::NameLimits {
+        crate::pattern::NameLimits {
+            max_name: self.core.max_name as usize,
+            max_pattern: self.core.max_pattern as usize,
+            max_wildcards: self.core.max_wildcards as usize,
+        }
     }
 
     /// The Unix socket path: configured, or a per-user default.

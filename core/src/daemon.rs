@@ -42,6 +42,8 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         max_parked: cfg.core.max_parked as usize,
         max_queued_bytes: cfg.core.max_queued_bytes as usize,
         max_sender_queued_bytes: cfg.core.max_sender_queued_bytes as usize,
+        names: cfg.name_limits(),
+        max_subscriptions: cfg.core.max_subscriptions as usize,
         hello_timeout: Duration::from_millis(cfg.core.hello_timeout as u64),
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,
@@ -86,6 +88,12 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("service[{i}] ({}): {why}", svc.prefix))?;
         }
     }
+    // The cloud, when configured: other nodes' patterns join the registry
+    // as they are announced; the services below start at once either way.
+    let cluster = match &cfg.cluster {
+        Some(c) => Some(crate::cluster::link::start(c, c.node_name(cfg.admin.port), core.clone()).await?),
+        None => None,
+    };
     supervisor.start_all(&cfg.services);
     let admin_task = admin.map(|listener| {
         let ctx = AdminContext {
@@ -118,6 +126,9 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     tokio::join!(supervisor.stop_all(), drained);
     core.borrow_mut().finish_shutdown();
     wait_until(&core, |c| c.open_connections() == 0, FLUSH_GRACE).await;
+    if let Some(c) = &cluster {
+        c.leave().await;
+    }
     let _ = std::fs::remove_file(&socket);
     tracing::info!("stopped; {}", core.borrow().stats);
     Ok(())

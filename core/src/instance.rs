@@ -167,6 +167,9 @@ impl InternalInbox {
 pub enum Endpoint {
     Socket(Rc<Outbox>),
     Internal(Rc<InternalInbox>),
+    /// Another node of the cloud (a pseudo-instance, src/cluster): the same
+    /// REQUEST and RESPONSE frames as a socket's, published over NATS.
+    Remote(Rc<Outbox>),
 }
 
 /// A service's id: given in config order from 1, then to each service added

@@ -5,6 +5,7 @@
 //! - `pattern`, `registry`: names, wildcard patterns, who subscribes what;
 //! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
 //!   windows, timeouts — the hot path;
+//! - `cluster`: nodes of one cloud over NATS (remote nodes as pseudo-instances);
 //! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
 //! - `listener`: sockets, handshake, frame reading and batched writing;
 //! - `supervisor`, `os`: service processes, restarts, termination;
@@ -19,6 +20,7 @@
 pub mod admin;
 pub mod cli;
 pub mod cloudi;
+pub mod cluster;
 pub mod config;
 pub mod daemon;
 #[doc(hidden)]

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use cumulo_core::admin::LogControl;
 use cumulo_core::cli::{self, AdminArgs, ServicesCommand};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,6 +48,12 @@ enum Command {
     },
     /// Summary of a running core: services, instances, requests.
     Status {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// The nodes of the cloud a running core is in: name, node_id, state,
+    /// last heartbeat, subscriptions, requests in flight there.
+    Nodes {
         #[command(flatten)]
         admin: AdminArgs,
     },
@@ -105,8 +112,9 @@ fn init_logs(level: &str, format: LogFormat) -> LogControl {
         }
     };
     let (filter, handle) = reload::Layer::new(filter);
+    let colour = use_colour(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
     let output = match format {
-        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(colour).with_writer(std::io::stderr).boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
     };
     tracing_subscriber::registry().with(filter).with(output).init();
@@ -114,6 +122,13 @@ fn init_logs(level: &str, format: LogFormat) -> LogControl {
         let f = EnvFilter::try_new(new).map_err(|e| format!("invalid log filter '{new}': {e}"))?;
         handle.reload(f).map_err(|e| format!("cannot change the log filter: {e}"))
     })
+}
+
+/// Colour (ANSI escapes) only for a person reading a terminal: a log file
+/// or a pipe gets plain text, and `NO_COLOR` (any non-empty value, as
+/// no-color.org defines it) turns colour off everywhere.
+fn use_colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// Prints a client command's output, or its error on stderr with exit 1.
@@ -135,6 +150,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Services { admin, command } => return client_done(cli::services(&admin, command)),
         Command::Status { admin } => return client_done(cli::status(&admin)),
+        Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
         _ => {}
     }
@@ -167,6 +183,22 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Services { .. } | Command::Status { .. } | Command::LogLevel { .. } => unreachable!("handled above"),
+        Command::Services { .. } | Command::Status { .. } | Command::Nodes { .. } | Command::LogLevel { .. } => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::use_colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some("".into())), "an empty NO_COLOR is unset");
+        assert!(!use_colour(true, Some("1".into())));
+        assert!(!use_colour(false, None), "a file or a pipe gets no escapes");
+        assert!(!use_colour(false, Some("1".into())));
     }
 }

@@ -1,14 +1,21 @@
 //! The registry of subscriptions: which instances serve which patterns, and
 //! which pattern a name resolves to.
 //!
-//! Exact patterns are one hash lookup. Wildcard patterns are kept sorted from
-//! most to least specific; a name's best wildcard match is computed once and
-//! cached until the set of wildcard patterns changes, so steady traffic costs
-//! one or two hash lookups per request whatever the number of patterns.
+//! Exact patterns are one hash lookup. Wildcard patterns are indexed by their
+//! literal prefix (`prefix_index`): a lookup walks the name once along the
+//! index and tries only the patterns whose prefix starts the name, whose
+//! literal suffix ends it and which are not longer than it, most specific
+//! first, each in O(wildcards x name) (`pattern::matches`). A name's answer
+//! is cached until the set of wildcard patterns changes, so steady traffic
+//! costs one or two hash lookups per request whatever the number of patterns.
+
+mod prefix_index;
 
 use crate::pattern;
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
+use prefix_index::{PrefixIndex, Shape};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 pub type InstanceId = u32;
 
@@ -16,6 +23,20 @@ pub type InstanceId = u32;
 /// is cleared, so a sender cycling through unique names cannot grow it
 /// without bound.
 const CACHE_LIMIT: usize = 65_536;
+/// Bytes of names the cache may hold (keys up to `core.max_name` each, plus
+/// [`CACHE_ENTRY_OVERHEAD`] per entry): 16 MiB, so that long unique names
+/// cannot make it hold 65,536 x 8 KiB = 512 MiB.
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// Bytes counted per cache entry besides its name: the hash table slot
+/// (key pointer and length, the answer) and the name's allocation header.
+const CACHE_ENTRY_OVERHEAD: usize = 48;
+/// Subscriptions released before the registry gives memory back: shrinking
+/// the tables and returning the heap's free pages to the system costs time
+/// proportional to the heap, so it is done after large releases only.
+const TRIM_AFTER: usize = 4096;
+/// At most one heap trim per this interval, however fast subscriptions come
+/// and go.
+const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 pub struct PatternEntry {
@@ -33,9 +54,41 @@ pub struct PatternEntry {
 #[derive(Debug, Default)]
 pub struct Registry {
     entries: AHashMap<Rc<str>, PatternEntry>,
-    /// Wildcard patterns, most specific first.
-    wildcards: Vec<Rc<str>>,
-    cache: AHashMap<Box<str>, Option<Rc<str>>>,
+    /// Wildcard patterns by literal prefix.
+    wildcards: PrefixIndex,
+    cache: NameCache,
+    /// Subscriptions removed since memory was last given back.
+    released: usize,
+    last_trim: Option<Instant>,
+}
+
+/// Each name's best wildcard pattern (or none), bounded in count and bytes.
+#[derive(Debug, Default)]
+struct NameCache {
+    map: AHashMap<Box<str>, Option<Rc<str>>>,
+    bytes: usize,
+}
+
+impl NameCache {
+    fn get(&self, name: &str) -> Option<&Option<Rc<str>>> {
+        self.map.get(name)
+    }
+
+    fn insert(&mut self, name: &str, best: Option<Rc<str>>) {
+        let cost = name.len() + CACHE_ENTRY_OVERHEAD;
+        if self.map.len() >= CACHE_LIMIT || self.bytes + cost > CACHE_BYTES {
+            self.clear();
+        }
+        self.bytes += cost;
+        self.map.insert(name.into(), best);
+    }
+
+    /// Forgets every answer and gives the table's memory back.
+    fn clear(&mut self) {
+        if !self.map.is_empty() {
+            *self = NameCache::default();
+        }
+    }
 }
 
 impl Registry {
@@ -54,11 +107,12 @@ impl Registry {
             PatternEntry { pattern: key.clone(), instances: vec![instance], literal_len, wild, next: 0 },
         );
         if wild {
-            let entries = &self.entries;
-            let pos = self
-                .wildcards
-                .partition_point(|p| more_specific(entries[p].literal_len, p, literal_len, full));
-            self.wildcards.insert(pos, key.clone());
+            let shape = Shape {
+                literal_len,
+                suffix_len: pattern::literal_suffix(full).len(),
+                min_name: literal_len + pattern::wildcard_count(full),
+            };
+            self.wildcards.insert(pattern::literal_prefix(full).as_bytes(), key.clone(), shape);
             self.cache.clear();
         }
         key
@@ -69,10 +123,12 @@ impl Registry {
         let Some(e) = self.entries.get_mut(full) else { return false };
         let Some(i) = e.instances.iter().position(|&x| x == instance) else { return false };
         e.instances.remove(i);
+        self.released += 1;
         if e.instances.is_empty() {
+            let wild = e.wild;
             self.entries.remove(full);
-            if let Some(w) = self.wildcards.iter().position(|p| &**p == full) {
-                self.wildcards.remove(w);
+            if wild {
+                self.wildcards.remove(pattern::literal_prefix(full).as_bytes(), full);
                 self.cache.clear();
             }
         }
@@ -93,26 +149,38 @@ impl Registry {
         let best = match self.cache.get(name) {
             Some(hit) => hit.clone(),
             None => {
-                let found = self.wildcards.iter().find(|p| pattern::matches(p, name)).cloned();
-                if self.cache.len() >= CACHE_LIMIT {
-                    self.cache.clear();
-                }
-                self.cache.insert(name.into(), found.clone());
+                let found = self.candidates(name).into_iter().find(|p| pattern::matches(p, name)).cloned();
+                self.cache.insert(name, found.clone());
                 found
             }
         };
         best.and_then(move |p| self.entries.get_mut(&*p))
     }
 
+    /// The wildcard patterns that may match `name`, most specific first:
+    /// those whose literal prefix starts it (from the index), whose literal
+    /// suffix ends it, and that are not longer than it.
+    fn candidates(&self, name: &str) -> Vec<&Rc<str>> {
+        let mut found: Vec<(&Rc<str>, usize)> = Vec::new();
+        self.wildcards.candidates(name.as_bytes(), |p, s| {
+            if name.len() >= s.min_name && name.as_bytes().ends_with(&p.as_bytes()[p.len() - s.suffix_len..]) {
+                found.push((p, s.literal_len));
+            }
+        });
+        found.sort_unstable_by(|(a, la), (b, lb)| lb.cmp(la).then_with(|| a.cmp(b)));
+        found.into_iter().map(|(p, _)| p).collect()
+    }
+
     /// Every instance subscribed to any pattern matching `name`, each once,
     /// with the most specific pattern it matched by (for multicast).
     pub fn lookup_all(&self, name: &str) -> Vec<(InstanceId, Rc<str>)> {
         let mut out: Vec<(InstanceId, Rc<str>)> = Vec::new();
+        let mut seen: AHashSet<InstanceId> = AHashSet::new();
         let exact = self.entries.get(name).filter(|e| !e.wild);
-        let wild = self.wildcards.iter().filter(|p| pattern::matches(p, name)).map(|p| &self.entries[p]);
-        for e in exact.into_iter().chain(wild) {
+        let wild = self.candidates(name).into_iter().filter(|p| pattern::matches(p, name));
+        for e in exact.into_iter().chain(wild.map(|p| &self.entries[p])) {
             for &i in &e.instances {
-                if !out.iter().any(|(x, _)| *x == i) {
+                if seen.insert(i) {
                     out.push((i, e.pattern.clone()));
                 }
             }
@@ -124,46 +192,32 @@ impl Registry {
     pub fn patterns(&self) -> impl Iterator<Item = &PatternEntry> {
         self.entries.values()
     }
-}
 
-/// Order of wildcard patterns: more literal characters first, then
-/// lexicographic.
-fn more_specific(a_len: usize, a: &str, b_len: usize, b: &str) -> bool {
-    a_len > b_len || (a_len == b_len && a < b)
+    /// After many subscriptions went (an instance with thousands closed):
+    /// shrinks the tables and returns the heap's free pages to the system,
+    /// at most once per [`TRIM_INTERVAL`]. Called when an instance is
+    /// removed and on every keep-alive round (which catches a release that
+    /// came too soon after the last trim). True if it trimmed.
+    pub fn give_back_memory(&mut self, now: Instant) -> bool {
+        if self.released < TRIM_AFTER
+            || self.last_trim.is_some_and(|t| now.saturating_duration_since(t) < TRIM_INTERVAL)
+        {
+            return false;
+        }
+        self.released = 0;
+        self.last_trim = Some(now);
+        if self.entries.capacity() > 4 * self.entries.len().max(16) {
+            self.entries.shrink_to_fit();
+        }
+        crate::os::trim_heap();
+        true
+    }
+
+    /// Wildcard patterns held (for tests and listings).
+    pub fn wildcard_count(&self) -> usize {
+        self.wildcards.len()
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exact_beats_wildcards_and_most_literal_wildcard_wins() {
-        let mut r = Registry::default();
-        r.subscribe("/a/*", 1);
-        r.subscribe("/a/b/*", 2);
-        r.subscribe("/a/b/c", 3);
-        assert_eq!(r.lookup("/a/b/c").unwrap().instances, vec![3]);
-        assert_eq!(r.lookup("/a/b/d").unwrap().instances, vec![2]);
-        assert_eq!(r.lookup("/a/x").unwrap().instances, vec![1]);
-        assert!(r.lookup("/b").is_none());
-        // cached answers follow registry changes
-        assert!(r.unsubscribe("/a/b/*", 2));
-        assert_eq!(r.lookup("/a/b/d").unwrap().instances, vec![1]);
-    }
-
-    #[test]
-    fn counts_and_multicast() {
-        let mut r = Registry::default();
-        r.subscribe("/m/x", 1);
-        r.subscribe("/m/x", 1);
-        r.subscribe("/m/*", 2);
-        r.subscribe("/m/*", 1);
-        assert_eq!(r.count("/m/x", 1), 2);
-        let all = r.lookup_all("/m/x");
-        assert_eq!(all.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![1, 2]);
-        assert_eq!(&*all[0].1, "/m/x");
-        assert!(r.unsubscribe("/m/x", 1));
-        assert_eq!(r.count("/m/x", 1), 1);
-        assert!(!r.unsubscribe("/m/y", 1));
-    }
-}
+mod tests;

@@ -62,18 +62,51 @@ impl OwnedRequest {
     }
 }
 
-/// Picks one instance of a pattern for a sender.
-fn select(entry: &mut PatternEntry, how: DestRefresh, instances: &ahash::AHashMap<InstanceId, Instance>) -> InstanceId {
+/// Picks one instance of a pattern for a sender, or none when the policy
+/// excludes them all (`*_local` with only remote ones, say). `clustered`:
+/// other nodes are known, so some instances may be remote pseudo-instances.
+fn select(
+    entry: &mut PatternEntry,
+    how: DestRefresh,
+    instances: &ahash::AHashMap<InstanceId, Instance>,
+    clustered: bool,
+    local_only: bool,
+) -> Option<InstanceId> {
+    use DestRefresh::*;
+    let remote = |id: &InstanceId| instances.get(id).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
+    if local_only && how == RoundRobin {
+        for _ in 0..entry.instances.len() {
+            entry.next = (entry.next + 1) % entry.instances.len();
+            if !remote(&entry.instances[entry.next]) {
+                return Some(entry.instances[entry.next]);
+            }
+        }
+        return Option::None;
+    }
     let list = &entry.instances;
-    if list.len() == 1 {
-        return list[0];
+    if local_only {
+        return pick_where(list, |id| !remote(id));
     }
     match how {
-        DestRefresh::RoundRobin => {
+        ImmediateLocal | LazyLocal if clustered => return pick_where(list, |id| !remote(id)),
+        ImmediateRemote | LazyRemote => return pick_where(list, remote),
+        ImmediateClosest | LazyClosest if clustered => {
+            return pick_where(list, |id| !remote(id)).or_else(|| pick_where(list, remote))
+        }
+        ImmediateFurthest | LazyFurthest if clustered => {
+            return pick_where(list, remote).or_else(|| pick_where(list, |id| !remote(id)))
+        }
+        _ => {}
+    }
+    if list.len() == 1 {
+        return Some(list[0]);
+    }
+    Some(match how {
+        RoundRobin => {
             entry.next = (entry.next + 1) % list.len();
             list[entry.next]
         }
-        DestRefresh::LeastBusy => {
+        LeastBusy => {
             // Ties go to a random one of the least busy, so equal instances
             // share the load instead of the first taking it all.
             let start = fastrand::usize(..list.len());
@@ -83,7 +116,21 @@ fn select(entry: &mut PatternEntry, how: DestRefresh, instances: &ahash::AHashMa
                 .unwrap()
         }
         _ => list[fastrand::usize(..list.len())],
+    })
+}
+
+/// A uniformly random instance among those that pass `keep`, in one pass
+/// with no allocation (reservoir sampling of one).
+fn pick_where(list: &[InstanceId], keep: impl Fn(&InstanceId) -> bool) -> Option<InstanceId> {
+    let mut seen = 0usize;
+    let mut chosen = None;
+    for id in list.iter().filter(|id| keep(id)) {
+        seen += 1;
+        if fastrand::usize(..seen) == 0 {
+            chosen = Some(*id);
+        }
     }
+    chosen
 }
 
 impl Core {
@@ -152,7 +199,7 @@ impl Core {
     fn full_pattern(&self, id: InstanceId, pattern: &str) -> Result<String, (Status, String)> {
         let inst = self.instances.get(&id).ok_or((Status::Protocol, "no such instance".to_string()))?;
         let full = format!("{}{}", inst.prefix, pattern);
-        crate::pattern::validate(&full).map_err(|why| (Status::InvalidArgument, why))?;
+        self.limits.names.check_pattern(&full).map_err(|why| (Status::InvalidArgument, why))?;
         Ok(full)
     }
 
@@ -161,6 +208,15 @@ impl Core {
             return Err((Status::ShuttingDown, "this instance was told to terminate: it may not subscribe".into()));
         }
         let full = self.full_pattern(id, pattern)?;
+        // Another node's pseudo-instance holds that node's subscriptions,
+        // bounded by cluster::members (MAX_REMOTE_SUBSCRIPTIONS) instead.
+        let over = |i: &Instance| {
+            i.subscriptions.len() >= self.limits.max_subscriptions && !matches!(i.endpoint, Endpoint::Remote(_))
+        };
+        if self.instances.get(&id).is_some_and(over) {
+            let max = self.limits.max_subscriptions;
+            return Err((Status::InvalidArgument, format!("this instance already holds {max} subscriptions (core.max_subscriptions)")));
+        }
         let key = self.registry.subscribe(&full, id);
         if let Some(inst) = self.instances.get_mut(&id) {
             tracing::debug!(instance = id, "{} subscribed {full}", inst.label);
@@ -210,6 +266,9 @@ impl Core {
         if self.inflight.contains_key(&s.trans_id) {
             return fail(self, Status::Malformed, format!("trans_id {} is already in flight", s.trans_id));
         }
+        if let Err(why) = self.limits.names.check_name(s.name) {
+            return fail(self, Status::InvalidArgument, why);
+        }
         if self.shutting_down {
             return fail(self, Status::ShuttingDown, "the core is shutting down".into());
         }
@@ -239,8 +298,20 @@ impl Core {
 
     /// Routes a new request (`rerouted` false) or one already in flight
     /// (forwarded or re-routed; its timer is already armed).
-    fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
-        let how = self.instances.get(&r.sender).map_or(DestRefresh::ImmediateClosest, |i| i.options.dest_refresh);
+    pub(crate) fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+        // A request from another node is served here, by a local instance
+        // (multicast copies in turn, one per instance); once forwarded or
+        // re-routed it may go on, closest first.
+        let (how, from_node) = match self.instances.get(&r.sender) {
+            Some(i) => match i.endpoint {
+                Endpoint::Remote(_) if rerouted => (DestRefresh::ImmediateClosest, true),
+                Endpoint::Remote(_) if r.flags & REQUEST_MCAST != 0 => (DestRefresh::RoundRobin, true),
+                Endpoint::Remote(_) => (i.options.dest_refresh, true),
+                _ => (i.options.dest_refresh, false),
+            },
+            None => (DestRefresh::ImmediateClosest, false),
+        };
+        let local_only = from_node && !rerouted;
         let Some(entry) = self.registry.lookup(r.name) else {
             if r.wait_for_service && self.now < r.deadline {
                 let bytes = crate::held::weight(r.name, r.request_info, r.request);
@@ -269,7 +340,11 @@ impl Core {
             }
             return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
         };
-        let dest = select(entry, how, &self.instances);
+        let clustered = self.cluster.is_some();
+        let Some(dest) = select(entry, how, &self.instances, clustered, local_only) else {
+            let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
+            return self.fail(r, rerouted, Status::NoService, msg);
+        };
         let pattern = entry.pattern.clone();
         let Some(inst) = self.instances.get(&dest) else {
             return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
@@ -347,7 +422,7 @@ impl Core {
     }
 
     /// Delivers queued requests while the instance has room.
-    fn pump(&mut self, id: InstanceId) {
+    pub(crate) fn pump(&mut self, id: InstanceId) {
         let node = self.limits.node_id;
         let now = self.now;
         let Some(inst) = self.instances.get_mut(&id) else { return };
@@ -418,7 +493,10 @@ impl Core {
         };
         let timeout = f.timeout_ms;
         self.stats.forwards += 1;
-        self.route(&route, true, timeout);
+        match self.limits.names.check_name(s.name) {
+            Ok(()) => self.route(&route, true, timeout),
+            Err(why) => self.fail(&route, true, Status::InvalidArgument, why),
+        }
         self.pump(id);
         Ok(())
     }
@@ -436,8 +514,17 @@ impl Core {
         if self.shutting_down {
             return (ids, failed);
         }
+        if let Err(why) = self.limits.names.check_name(s.name) {
+            // One copy, failed at once: the sender learns why.
+            let tid = self.ids.next();
+            return (vec![tid], vec![(tid, Status::InvalidArgument, why)]);
+        }
         let node = self.limits.node_id;
-        for (dest, pattern) in self.registry.lookup_all(s.name) {
+        let mut dests = self.registry.lookup_all(s.name);
+        if self.cluster.is_some() {
+            dests = crate::cluster::one_per_remote_instance(self, dests);
+        }
+        for (dest, pattern) in dests {
             let tid = self.ids.next();
             ids.push(tid);
             let Some(inst) = self.instances.get(&dest) else { continue };
@@ -492,7 +579,7 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
     let timeout = remaining_ms(r.deadline, now);
     let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
     match &inst.endpoint {
-        Endpoint::Socket(out) => {
+        Endpoint::Socket(out) | Endpoint::Remote(out) => {
             out.push(|b| {
                 cumulo_proto::encode_request(
                     b,

@@ -37,6 +37,10 @@ pub struct Limits {
     /// Bytes of queued and parked requests, core-wide and per sender, at most.
     pub max_queued_bytes: usize,
     pub max_sender_queued_bytes: usize,
+    /// Longest name and pattern, most wildcards per pattern.
+    pub names: crate::pattern::NameLimits,
+    /// Subscriptions one instance may hold, at most.
+    pub max_subscriptions: usize,
     /// Time a new connection has to send HELLO.
     pub hello_timeout: Duration,
     pub keepalive: Duration,
@@ -103,6 +107,8 @@ pub struct Core {
     /// leaving): a shutdown waits for them.
     pub connection_tasks: usize,
     pub stats: Stats,
+    /// The other nodes of the cloud, when `[cluster]` is configured.
+    pub cluster: Option<Rc<RefCell<crate::cluster::Membership>>>,
     /// The time, read once per batch of work (a read of frames, a timer, an
     /// internal call) instead of once per frame: clock reads were a tenth of
     /// the routing profile.
@@ -151,6 +157,7 @@ impl Core {
             shutting_down: false,
             connection_tasks: 0,
             stats: Stats::default(),
+            cluster: None,
             now: Instant::now(),
             handshaking: 0,
             limit_refusals: Throttle::default(),
@@ -290,6 +297,38 @@ impl Core {
         Ok(id)
     }
 
+    /// Registers another node of the cloud as a pseudo-instance (src/cluster):
+    /// its outbox is published over NATS instead of written to a socket.
+    pub fn admit_remote(
+        &mut self,
+        label: String,
+        options: Rc<ServiceOptions>,
+        metrics: Rc<ServiceMetrics>,
+        outbox: Rc<crate::instance::Outbox>,
+    ) -> InstanceId {
+        let id = self.new_id();
+        let window = options.max_window;
+        let instance = Instance {
+            id,
+            prefix: Rc::from(""),
+            label,
+            origin: None,
+            options,
+            metrics,
+            retiring: false,
+            window,
+            delivered: Vec::new(),
+            queue: Default::default(),
+            subscriptions: Vec::new(),
+            endpoint: Endpoint::Remote(outbox),
+            last_rx: Instant::now(),
+            silent_rounds: 0,
+            rx_fd: None,
+        };
+        self.instances.insert(id, instance);
+        id
+    }
+
     /// An instance is gone (connection closed, process died): its
     /// subscriptions end, requests it was handling fail with CRASHED at once,
     /// and requests still queued for it go to another instance.
@@ -326,13 +365,15 @@ impl Core {
             }
         }
         tracing::debug!(instance = id, "{} disconnected: {why}", inst.label);
+        drop(inst); // its subscriptions' strings go with it, before a trim
+        self.registry.give_back_memory(self.now);
     }
 
     /// Sends an answer to whoever sent the request, if it is still there.
     pub fn respond(&self, sender: InstanceId, tid: &TransId, status: Status, info: &[u8], body: &[u8]) {
         let Some(inst) = self.instances.get(&sender) else { return };
         match &inst.endpoint {
-            Endpoint::Socket(out) => {
+            Endpoint::Socket(out) | Endpoint::Remote(out) => {
                 out.push(|b| {
                     cumulo_proto::encode_return(
                         b,
@@ -395,6 +436,7 @@ impl Core {
     pub fn keepalive_tick(&mut self, now: Instant, nonce: u64) -> Vec<u32> {
         self.now = now;
         let previous = std::mem::replace(&mut self.last_keepalive, now);
+        self.registry.give_back_memory(now);
         let mut hung = Vec::new();
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };

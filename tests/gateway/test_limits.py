@@ -209,3 +209,42 @@ def test_attacks_do_not_stop_a_well_behaved_client(cloud):
             else:
                 assert answer.startswith(expected[kind]), (kind, answer)
             assert took < 10, (kind, took)
+
+
+def test_content_length_hyper_takes_as_too_large_is_413(cloud):
+    # The two largest 64-bit lengths: hyper itself would answer 431.
+    for n in (18446744073709551615, 18446744073709551614, MAX_BODY + 1):
+        head = b"POST /echo/big HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % n
+        r = raw_exchange(cloud.port, head)
+        assert r.status == 413, (n, r)
+        assert b"max_body" in r.body
+        assert r.header("connection") == "close"
+    still_serving(cloud.port)
+
+
+def test_chunk_size_over_max_body_is_413_at_once(cloud):
+    head = b"POST /echo/big HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+    for chunks in (b"ffffffffffffffff\r\n", b"%x\r\n" % (MAX_BODY + 1), b"10\r\n0123456789abcdef\r\n%x\r\n" % MAX_BODY):
+        started = time.monotonic()
+        r = raw_exchange(cloud.port, head + chunks)  # the chunk's data never comes
+        elapsed = time.monotonic() - started
+        assert r.status == 413, (chunks, r)
+        assert b"max_body" in r.body
+        assert elapsed < BODY_TIMEOUT_MS / 1000 / 2, (chunks, elapsed)
+    still_serving(cloud.port)
+
+
+def test_http11_without_host_or_with_two_is_400(cloud):
+    for head in (
+        b"GET /echo/x HTTP/1.1\r\n\r\n",
+        b"GET /echo/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        b"GET /echo/x HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n",
+        b"POST /echo/x HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi",
+    ):
+        r = raw_exchange(cloud.port, head)
+        assert r.status == 400, (head, r)
+        assert b"Host" in r.body
+    # HTTP/1.0 needs no Host; one Host is the norm
+    assert raw_exchange(cloud.port, b"GET /echo/x?a=1 HTTP/1.0\r\n\r\n").status == 200
+    assert raw_exchange(cloud.port, b"GET /echo/x?a=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").status == 200
+    still_serving(cloud.port)

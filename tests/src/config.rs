@@ -122,6 +122,7 @@ pub struct Config {
     core: Vec<String>,
     unmanaged: Vec<String>,
     admin: Vec<String>,
+    cluster: Vec<String>,
     pub services: Vec<Service>,
 }
 
@@ -145,6 +146,12 @@ impl Config {
     /// A key of `[admin]`, the value as TOML.
     pub fn admin(mut self, key: &str, value: impl Display) -> Config {
         self.admin.push(format!("{key} = {value}"));
+        self
+    }
+
+    /// A key of `[cluster]`, the value as TOML (any key makes a cluster node).
+    pub fn cluster(mut self, key: &str, value: impl Display) -> Config {
+        self.cluster.push(format!("{key} = {value}"));
         self
     }
 
@@ -176,6 +183,13 @@ impl Config {
         if !self.admin.is_empty() {
             t.push_str("\n[admin]\n");
             for l in &self.admin {
+                t.push_str(l);
+                t.push('\n');
+            }
+        }
+        if !self.cluster.is_empty() {
+            t.push_str("\n[cluster]\n");
+            for l in &self.cluster {
                 t.push_str(l);
                 t.push('\n');
             }

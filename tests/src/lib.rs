@@ -5,12 +5,14 @@
 pub mod config;
 pub mod harness;
 pub mod load;
+pub mod nats;
 pub mod raw;
 
 pub use config::{q, Config, Service};
 pub use cumulo::{Api, Error, Options, Response, SendOptions, Status};
 pub use harness::{cumulo_bin, cumulo_cmd, free_port, Core, TempDir};
 pub use load::{Load, LoadReport};
+pub use nats::{NatsCluster, NatsServer};
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! change the state directly, and never hold a borrow across an await.
 //! docs/ADMIN.md describes it; docs/admin-openapi.json specifies it.
 
+mod connections;
 mod log_level;
 mod node;
 mod prometheus;
@@ -16,25 +17,33 @@ mod views;
 pub use log_level::{check_filter, LogControl};
 
 use crate::config::AdminConfig;
+use crate::log_throttle::Throttle;
 use crate::state::Shared;
 use crate::supervisor::Supervisor;
 use anyhow::Context;
+use connections::{Admission, Slots};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{header, Request, Response, StatusCode};
 use reply::{ApiError, Body};
 use routes::{Miss, Route};
-use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::net::TcpListener;
 
 /// Largest request body: a list of services is a few KiB.
 const MAX_BODY: usize = 1024 * 1024;
-/// Admin connections open at once; more are closed at once.
+/// Admin connections open at once. Past it a new connection takes the place
+/// of the oldest one not in a call (connections.rs); operators, the CLI and
+/// a Prometheus scraper need a handful.
 const MAX_CONNECTIONS: usize = 64;
-/// Time a client has to send its request headers.
+/// Time a client has to send its request head (and an idle keep-alive
+/// connection may wait for its next one): every client of this API sends its
+/// request at once.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time a client has to send its request body once the head is in: at most
+/// 1 MiB, sent at once by every client of this API.
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The OpenAPI document, served at `/v1/openapi.json`.
 pub const OPENAPI: &str = include_str!("../../../docs/admin-openapi.json");
@@ -63,37 +72,73 @@ pub fn bind(cfg: &AdminConfig) -> anyhow::Result<TcpListener> {
 }
 
 pub async fn serve(listener: TcpListener, ctx: Rc<AdminContext>) {
-    let open = Rc::new(Cell::new(0usize));
+    let slots = Slots::new(MAX_CONNECTIONS);
+    // A flood of connections must not become a flood of log lines.
+    let (mut made_room, mut refused, mut accept_failed) =
+        (Throttle::default(), Throttle::default(), Throttle::default());
     loop {
         let stream = match listener.accept().await {
             Ok((s, _)) => s,
             Err(e) => {
-                tracing::warn!("admin API: accept failed: {e}; retrying in 100 ms");
+                accept_failed.warn(|n| format!("admin API: accept failed {n} times, last: {e}; retrying in 100 ms"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
-        if open.get() >= MAX_CONNECTIONS {
-            tracing::warn!("admin API: {MAX_CONNECTIONS} connections open; closing a new one");
-            continue;
-        }
-        open.set(open.get() + 1);
-        let (ctx, open) = (ctx.clone(), open.clone());
+        let slot = match slots.admit() {
+            Admission::Free(slot) => slot,
+            Admission::MadeRoom(slot) => {
+                made_room.warn(|n| {
+                    format!("admin API: {MAX_CONNECTIONS} connections open; closed {n} idle ones (no request, or between requests) to make room for new ones")
+                });
+                slot
+            }
+            Admission::Full => {
+                let _ = stream.try_write(too_many_connections().as_bytes());
+                refused.warn(|n| format!("admin API: refused {n} connections: {MAX_CONNECTIONS} open, each in a call"));
+                continue;
+            }
+        };
+        let (ctx, slots) = (ctx.clone(), slots.clone());
         tokio::task::spawn_local(async move {
+            let in_calls = slot.clone();
             let service = hyper::service::service_fn(move |req| {
-                let ctx = ctx.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&ctx, req).await) }
+                let (ctx, in_call) = (ctx.clone(), in_calls.call());
+                async move {
+                    let r = handle(&ctx, req).await;
+                    drop(in_call);
+                    Ok::<_, std::convert::Infallible>(r)
+                }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!("admin API connection: {e}");
+            tokio::select! {
+                ended = conn => if let Err(e) = ended {
+                    tracing::debug!("admin API connection: {e}");
+                },
+                _ = slot.closed.cancelled() => tracing::debug!("admin API connection closed to make room"),
             }
-            open.set(open.get() - 1);
+            slots.release(&slot);
         });
+        // Let the new connection read its request before the next accept:
+        // a client that sent its request at once is then in a call, and
+        // cannot be the one closed to make room for those queued behind it.
+        tokio::task::yield_now().await;
     }
+}
+
+/// The answer to a connection over the limit when every open one is in a
+/// call.
+fn too_many_connections() -> String {
+    let body = format!(
+        "{{\"code\": \"too_many_connections\", \"message\": \"{MAX_CONNECTIONS} admin connections are open, each in a call; try again\"}}\n"
+    );
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 async fn handle(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Response<Body> {
@@ -111,7 +156,9 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
     let path = req.uri().path().to_string();
     let (route, id) = match routes::find(req.method().as_str(), &path) {
         Ok(found) => found,
-        Err(Miss::NotFound) => return Err(ApiError::not_found(format!("no such call: {path} (see GET /v1/openapi.json)"))),
+        Err(Miss::NotFound) => {
+            return Err(ApiError::not_found(format!("no such call: {path} (see GET /v1/openapi.json)")))
+        }
         Err(Miss::MethodNotAllowed(allowed)) => {
             let mut r = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -166,7 +213,15 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
-    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), MAX_BODY).collect());
+    let Ok(read) = read.await else {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!("the request body did not arrive within {} s", BODY_TIMEOUT.as_secs()),
+        ));
+    };
+    match read {
         Ok(b) => Ok(b.to_bytes()),
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -180,7 +235,8 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
 /// Parses `{id}`: ids are positive integers.
 fn service_id(id: Option<&str>) -> Result<crate::instance::ServiceId, ApiError> {
     let id = id.unwrap_or_default();
-    id.parse().map_err(|_| ApiError::not_found(format!("no service with id '{id}' (ids are numbers, see GET /v1/services)")))
+    id.parse()
+        .map_err(|_| ApiError::not_found(format!("no service with id '{id}' (ids are numbers, see GET /v1/services)")))
 }
 
 #[cfg(test)]
@@ -197,6 +253,15 @@ mod tests {
             assert_eq!((e.status, e.code), (StatusCode::UNAUTHORIZED, "unauthorized"), "{wrong}");
         }
         assert!(authorize(Some("abc"), None).unwrap_err().message.contains("Authorization: Bearer"));
+    }
+
+    #[test]
+    fn refusal_is_json_of_its_content_length() {
+        let text = too_many_connections();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 ") && head.contains(&format!("content-length: {}\r\n", body.len())));
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["code"], "too_many_connections");
     }
 
     #[test]

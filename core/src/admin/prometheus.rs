@@ -71,6 +71,10 @@ pub fn render(ctx: &AdminContext) -> String {
         p.histogram("cumulo_request_duration_seconds", &s.labels(), &s.metrics.duration);
     }
 
+    if let Some(cluster) = &core.cluster {
+        super::super::cluster::metrics::render(&mut p, &core, &cluster.borrow());
+    }
+
     let st = &core.stats;
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {
         p.header(name, kind, help);

@@ -27,6 +27,10 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
     if ctx.core.borrow().shutting_down {
         return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the core is shutting down"));
     }
+    // Syntax first, so that "this is not JSON" gets its own code
+    // (invalid_json), apart from a service that fails validation.
+    serde_json::from_slice::<serde::de::IgnoredAny>(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
     let services = crate::config::services_from_json(body).map_err(|(field, reason)| ApiError::invalid(field, reason))?;
     let added: Vec<Value> = services
         .into_iter()

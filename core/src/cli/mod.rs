@@ -265,6 +265,52 @@ fn services_table(v: &Value) -> String {
     table::render(&["ID", "PREFIX", "KIND", "STATUS", "PROCESSES", "THREADS", "INSTANCES", "RESTARTS", "HANDLED", "PROGRAM"], &rows)
 }
 
+/// `cumulo nodes`: this node and the others of its cloud, one per line.
+pub fn nodes(a: &AdminArgs) -> Outcome {
+    let c = client(a)?;
+    let v = call(&c, Method::GET, "/v1/nodes", None)?;
+    if a.json() {
+        return Ok(pretty(&v));
+    }
+    let s = |x: &Value| match x {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let rows: Vec<Vec<String>> = v["nodes"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|n| {
+                    let hb = match &n["last_heartbeat_ms_ago"] {
+                        Value::Number(ms) => format!("{ms} ms ago"),
+                        _ => "-".into(),
+                    };
+                    vec![
+                        s(&n["name"]),
+                        s(&n["id"]),
+                        s(&n["state"]),
+                        hb,
+                        s(&n["patterns"]),
+                        s(&n["subscriptions"]),
+                        s(&n["requests_in_flight"]),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let head = match &v["cluster"] {
+        Value::Object(cl) => format!(
+            "cloud '{}' over NATS {} ({})\n",
+            s(&cl["name"]),
+            cl["servers"].as_array().map(|l| l.iter().map(s).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+            if cl["connected"].as_bool() == Some(true) { "connected" } else { "NOT CONNECTED" }
+        ),
+        _ => "a single node (no [cluster] section)\n".into(),
+    };
+    Ok(head + &table::render(&["NODE", "NODE_ID", "STATE", "HEARTBEAT", "PATTERNS", "SUBSCRIPTIONS", "IN_FLIGHT"], &rows))
+}
+
 pub fn status(a: &AdminArgs) -> Outcome {
     let c = client(a)?;
     let v = call(&c, Method::GET, "/v1/status", None)?;

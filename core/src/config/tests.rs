@@ -27,6 +27,8 @@ fn defaults_and_a_full_service() {
     assert_eq!(s.options().timeout_sync, 5000);
     assert_eq!(cfg.core.max_frame, DEFAULT_MAX_FRAME);
     assert_eq!((cfg.core.hello_timeout, cfg.core.max_parked), (10_000, 10_000));
+    assert_eq!(cfg.name_limits(), crate::pattern::NameLimits::default());
+    assert_eq!(cfg.core.max_subscriptions, DEFAULT_MAX_SUBSCRIPTIONS);
 }
 
 #[test]
@@ -40,6 +42,11 @@ fn errors_name_the_file_field_and_reason() {
         ("[[service]]\nprefix = \"/a/\"\npath = \"x\"\ndest_refresh = \"sometimes\"", "", "unknown variant"),
         ("[core]\nmax_frame = 10", "core.max_frame", "at least 1024"),
         ("[core]\nhello_timeout = 5", "core.hello_timeout", "at least 100 ms"),
+        ("[core]\nmax_name = 10", "core.max_name", "64 .. 65535 bytes"),
+        ("[core]\nmax_name = 70000", "core.max_name", "64 .. 65535 bytes"),
+        ("[core]\nmax_pattern = 0", "core.max_pattern", "64 .. 65535 bytes"),
+        ("[core]\nmax_wildcards = 0", "core.max_wildcards", "1 .. 256"),
+        ("[core]\nmax_subscriptions = 0", "core.max_subscriptions", "at least 1"),
         ("[[service]]\nprefix = \"/a/**/\"\npath = \"x\"", "prefix", "two wildcards"),
     ];
     for (text, field, reason) in cases {
@@ -128,7 +135,7 @@ fn known_keys(table: &str) -> Vec<String> {
 }
 
 /// Every documented table of docs/CONFIG.md with the keys its rows name:
-/// headings "## `[core]`", rows "| `key` | ...", a sub-table row
+/// headings "## `[core]`", rows "| `key` | ..." or "| `key`, `other` | ...", a sub-table row
 /// "| `[core.unmanaged]` |" naming key `unmanaged`.
 fn documented_tables() -> Vec<(String, Vec<String>)> {
     let doc = include_str!("../../../docs/CONFIG.md");
@@ -146,10 +153,13 @@ fn documented_tables() -> Vec<(String, Vec<String>)> {
             continue;
         }
         let (Some(row), Some((_, keys))) = (line.strip_prefix("| `"), tables.last_mut()) else { continue };
-        let key = row.split('`').next().unwrap_or_default();
-        let key = key.trim_matches(|c| c == '[' || c == ']');
-        let key = key.rsplit('.').next().unwrap_or(key);
-        keys.push(key.to_string());
+        // The first cell may name several keys: "| `user`, `password` |".
+        let cell = row.split(" |").next().unwrap_or_default();
+        for key in cell.split('`').step_by(2) {
+            let key = key.trim_matches(|c| c == '[' || c == ']');
+            let key = key.rsplit('.').next().unwrap_or(key);
+            keys.push(key.to_string());
+        }
     }
     tables.retain(|(name, _)| !name.is_empty());
     tables
@@ -210,6 +220,52 @@ fn keys_named_in_the_docs_exist() {
 }
 
 #[test]
+fn no_cluster_section_is_a_single_node() {
+    assert!(parse("").unwrap().cluster.is_none());
+}
+
+#[test]
+fn cluster_section_defaults_and_names() {
+    let cfg = parse("[cluster]\nservers = [\"nats://127.0.0.1:4222\", \"nats://127.0.0.1:4223\"]\n").unwrap();
+    let c = cfg.cluster.unwrap();
+    assert_eq!((c.name.as_str(), c.heartbeat_ms, c.purge_ms), ("default", 500, 3000));
+    assert_eq!(c.servers.len(), 2);
+    // the default node name: host name, ':' and the admin port, a valid subject token
+    let name = c.node_name(7311);
+    assert!(name.ends_with(":7311") && crate::cluster::config::valid_name(&name), "{name}");
+    let cfg = parse("[cluster]\nnode = \"b\"\nservers = [\"nats://h:1\"]\nname = \"prod\"\ncreds_file = \"n.creds\"\n")
+        .unwrap();
+    let c = cfg.cluster.unwrap();
+    assert_eq!((c.node_name(1), c.name.as_str()), ("b".to_string(), "prod"));
+    assert_eq!(c.creds_file.unwrap(), PathBuf::from("/etc/cumulo/n.creds"), "paths are relative to the file");
+}
+
+#[test]
+fn cluster_errors_name_the_field() {
+    let ok = "servers = [\"nats://127.0.0.1:4222\"]";
+    let cases = [
+        ("[cluster]\nnode = \"a\"".to_string(), "cluster.servers", "one or more NATS servers"),
+        ("[cluster]\nservers = []".to_string(), "cluster.servers", "one or more"),
+        ("[cluster]\nservers = [\"nats://[::1\"]".to_string(), "cluster.servers", "not a NATS server address"),
+        (format!("[cluster]\n{ok}\nnode = \"a.b\""), "cluster.node", "subject token"),
+        (format!("[cluster]\n{ok}\nname = \"x y\""), "cluster.name", "subject token"),
+        (format!("[cluster]\n{ok}\nname = \"\""), "cluster.name", "subject token"),
+        (format!("[cluster]\n{ok}\nheartbeat_ms = 1"), "cluster.heartbeat_ms", "at least 10 ms"),
+        (format!("[cluster]\n{ok}\nheartbeat_ms = 500\npurge_ms = 600"), "cluster.purge_ms", "twice heartbeat_ms"),
+        (format!("[cluster]\n{ok}\npassword = \"p\""), "cluster.password", "give user"),
+        (format!("[cluster]\n{ok}\nuser = \"u\"\ntoken = \"t\""), "cluster.token", "not both"),
+        (format!("[cluster]\n{ok}\ntls_cert_file = \"c.pem\""), "cluster.tls_cert_file", "go together"),
+        (format!("[cluster]\n{ok}\nport = 4"), "", "unknown field `port`"),
+    ];
+    for (text, field, reason) in cases {
+        let e = parse(&text).unwrap_err();
+        let shown = e.to_string();
+        assert!(e.field.contains(field), "field {:?} for {text:?}: {shown}", e.field);
+        assert!(shown.contains(reason), "{reason:?} not in {shown}");
+    }
+}
+
+#[test]
 fn byte_limits_on_waiting_requests_have_defaults_and_are_checked() {
     let cfg = parse("[[service]]\nprefix = \"/a/\"\npath = \"a\"\nqueue_size = 2048\n").unwrap();
     assert_eq!(cfg.services[0].options().queue_size, 2048);
@@ -222,4 +278,25 @@ fn byte_limits_on_waiting_requests_have_defaults_and_are_checked() {
     bad("[[service]]\nprefix = \"/a/\"\npath = \"a\"\nqueue_size = 1000\n", "queue_size");
     bad("[core]\nmax_sender_queued_bytes = 1024\n", "core.max_sender_queued_bytes");
     bad("[core]\nmax_queued_bytes = 1048576\n", "core.max_queued_bytes");
+}
+
+#[test]
+fn node_aware_dest_refresh_values_parse() {
+    for v in [
+        "immediate_closest",
+        "lazy_closest",
+        "immediate_furthest",
+        "lazy_furthest",
+        "immediate_local",
+        "lazy_local",
+        "immediate_remote",
+        "lazy_remote",
+        "immediate_random",
+        "lazy_random",
+        "round_robin",
+        "least_busy",
+        "none",
+    ] {
+        parse(&format!("[core.unmanaged]\ndest_refresh = \"{v}\"")).unwrap_or_else(|e| panic!("{v}: {e}"));
+    }
 }

@@ -4,6 +4,8 @@
 mod common;
 mod auth;
 mod cli;
+mod connections;
+mod logs;
 mod metrics;
 mod openapi;
 mod services;

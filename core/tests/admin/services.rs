@@ -156,7 +156,8 @@ fn bad_input_gets_clear_errors() {
     // method, path, body, HTTP status, error code, part of the message
     type Case<'a> = (&'a str, &'a str, Option<&'a str>, u16, &'a str, &'a str);
     let cases: Vec<Case> = vec![
-        ("POST", "/v1/services", Some("{"), 400, "invalid_service", "not valid JSON"),
+        ("POST", "/v1/services", Some("{"), 400, "invalid_json", "not valid JSON"),
+        ("POST", "/v1/services", Some(r#"{"prefix": "/a/", "internal": "echo""#), 400, "invalid_json", "not valid JSON"),
         ("POST", "/v1/services", Some(r#"{"prefix": "/a/"}"#), 400, "invalid_service", "service[0] (/a/).path: give path"),
         ("POST", "/v1/services", Some(r#"[{"prefix": "/a/", "internal": "echo"}, {"prefix": "/b/", "path": "x", "count_process": 0}]"#), 400, "invalid_service", "service[1] (/b/).count_process: must be 1 .. 1024"),
         ("POST", "/v1/services", Some(r#"{"prefix": "/a/", "path": "x", "colour": "red"}"#), 400, "invalid_service", "unknown field `colour`"),

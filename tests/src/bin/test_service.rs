@@ -14,7 +14,8 @@
 //!   then hang in the next one (keeping the connection open).
 //!
 //! A request body can also ask, in any mode: `sleep:N` (sleep N ms first),
-//! `crash` (die by SIGKILL mid-request), `fail` (handler error), `panic`.
+//! `crash` (die by SIGKILL mid-request), `fail` (handler error), `panic`,
+//! `big:N` (answer N bytes instead of the echo).
 //!
 //! Every answer echoes the request body; its response_info tells who
 //! answered and what it saw: tag, pid, process, thread, instance,
@@ -165,6 +166,13 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
         ("source", req.source.to_string()),
         ("seq", n.to_string()),
     ]);
+    if let Some(n) = std::str::from_utf8(body)
+        .ok()
+        .and_then(|b| b.strip_prefix("big:"))
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return Ok(Answer::with_info(info, vec![b'x'; n]));
+    }
     Ok(Answer::with_info(info, body))
 }
 

@@ -12,6 +12,7 @@ mod keepalive;
 mod limits;
 mod malformed;
 mod mcast;
+mod names;
 mod no_service;
 mod priority;
 mod queue_bytes;

@@ -3,6 +3,7 @@
 //! HTTP response. Every path ends in a response; none waits forever.
 
 use super::access_log::{AccessLog, Entry};
+use super::framing::is_oversized_chunk;
 use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
 use super::response::{from_service, plain, plain_and_close, HttpResponse};
@@ -81,7 +82,9 @@ impl Gateway {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
         let name = self.names.service_name(&parts.method, parts.uri.path());
-        let resp = if name.len() > MAX_NAME {
+        let resp = if let Some(why) = host_problem(&parts) {
+            plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: {why}\n"))
+        } else if name.len() > MAX_NAME {
             let text = format!("uri too long: the service name would be {} bytes, over {MAX_NAME}\n", name.len());
             plain_and_close(StatusCode::URI_TOO_LONG, text)
         } else {
@@ -119,13 +122,16 @@ impl Gateway {
         let read = tokio::time::timeout(self.body_timeout, Limited::new(body, self.max_body).collect());
         match read.await {
             Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(e)) if e.is::<LengthLimitError>() => Err(too_large()),
+            Ok(Err(e)) if e.is::<LengthLimitError>() || is_oversized_chunk(&*e) => Err(too_large()),
             Ok(Err(e)) => {
                 Err(plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: cannot read the body: {e}\n")))
             }
             Err(_) => Err(plain_and_close(
                 StatusCode::REQUEST_TIMEOUT,
-                format!("request timeout: the body did not arrive within body_timeout_ms ({} ms)\n", self.body_timeout.as_millis()),
+                format!(
+                    "request timeout: the body did not arrive within body_timeout_ms ({} ms)\n",
+                    self.body_timeout.as_millis()
+                ),
             )),
         }
     }
@@ -157,6 +163,18 @@ impl Gateway {
                 started,
             });
         }
+    }
+}
+
+/// RFC 9112 section 3.2: a server answers 400 to an HTTP/1.1 request
+/// without a Host header, and to any request with more than one. (hyper
+/// passes both; a service behind the gateway may route or check by Host.)
+fn host_problem(parts: &Parts) -> Option<&'static str> {
+    let mut hosts = parts.headers.get_all(hyper::header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) if parts.version == hyper::Version::HTTP_11 => Some("an HTTP/1.1 request needs a Host header"),
+        (Some(_), Some(_)) => Some("more than one Host header"),
+        _ => None,
     }
 }
 

@@ -9,6 +9,7 @@
 //! instead of a gateway that silently never answers.
 
 mod access_log;
+mod framing;
 pub mod fuzzing;
 mod gateway;
 mod names;

@@ -3,8 +3,10 @@
 //! task of its own on the core's thread: hyper's http1 connection accepts
 //! services that are not Send, so the gateway calls the core directly.
 
+use super::framing::{Limits, Watched};
 use super::gateway::Gateway;
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
+use crate::log_throttle::Throttle;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -12,7 +14,6 @@ use std::cell::Cell;
 use std::convert::Infallible;
 use std::rc::Rc;
 use std::time::Duration;
-use crate::log_throttle::Throttle;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +50,12 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                 }
                 let _ = stream.set_nodelay(true);
                 open.set(open.get() + 1);
-                let conn = Connection { gateway: gateway.clone(), http: http.clone(), open: open.clone() };
+                let conn = Connection {
+                    gateway: gateway.clone(),
+                    http: http.clone(),
+                    framing: framing_limits(&settings),
+                    open: open.clone(),
+                };
                 tokio::task::spawn_local(conn.serve(stream, remote.to_string(), stopping.clone()));
             }
             Err(e) => {
@@ -76,6 +82,10 @@ pub(super) fn builder(s: &Settings) -> http1::Builder {
     b
 }
 
+pub(super) fn framing_limits(s: &Settings) -> Limits {
+    Limits { max_body: s.max_body as u64, max_header_size: s.max_header_size, max_headers: s.max_headers }
+}
+
 /// Over the limit: a short 503 if the socket takes it at once, then close.
 fn refuse(stream: TcpStream, gateway: &Gateway) {
     let _ = stream.try_write(TOO_MANY_CONNECTIONS);
@@ -86,6 +96,8 @@ fn refuse(stream: TcpStream, gateway: &Gateway) {
 pub(super) struct Connection {
     pub gateway: Rc<Gateway>,
     pub http: http1::Builder,
+    /// What the framing watch refuses (framing.rs).
+    pub framing: Limits,
     /// Open connections, decremented when this one is dropped.
     pub open: Rc<Cell<usize>>,
 }
@@ -104,7 +116,7 @@ impl Connection {
             let (gateway, client) = (gateway.clone(), client.clone());
             async move { Ok::<_, Infallible>(gateway.handle(req, &client).await) }
         });
-        let conn = self.http.serve_connection(TokioIo::new(stream), service);
+        let conn = self.http.serve_connection(TokioIo::new(Watched::new(stream, self.framing)), service);
         tokio::pin!(conn);
         let result = tokio::select! {
             r = conn.as_mut() => r,

@@ -1,0 +1,82 @@
+//! Nodes of one cloud over NATS (docs/CLUSTER.md).
+//!
+//! Each remote node is a pseudo-instance in the local core
+//! (`Endpoint::Remote`), subscribed to that node's patterns once per remote
+//! instance: routing picks among local instances and remote nodes with the
+//! same code, and a request to a remote node is the same REQUEST frame a
+//! socket would get, published to that node's subject. The receiving node
+//! routes it to one of its own instances as a request from the sender's
+//! pseudo-instance; the answer goes back as a RESPONSE and ends the request
+//! on the sender's node as any answer does. The sender's node owns the
+//! timeout.
+//!
+//! - `config`: the `[cluster]` section;
+//! - `wire`: subjects, control messages, the data header, batching;
+//! - `members`: the other nodes, their pseudo-instances and subscriptions;
+//! - `link`: the NATS connection and the cluster task;
+//! - `metrics`: per-node series of `GET /metrics`.
+//!
+//! Without `[cluster]` none of this runs and no NATS is needed.
+
+pub mod config;
+pub mod link;
+pub mod members;
+pub mod metrics;
+pub mod wire;
+
+pub use link::Cluster;
+pub use members::Membership;
+
+use crate::registry::InstanceId;
+use crate::routing::Route;
+use crate::state::Core;
+use cumulo_proto::{Request, Status};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Multicast destinations with each remote node repeated once per instance
+/// it has on the matched pattern: each copy is served by another of its
+/// instances (the receiving node hands them out in turn).
+pub fn one_per_remote_instance(core: &Core, dests: Vec<(InstanceId, Rc<str>)>) -> Vec<(InstanceId, Rc<str>)> {
+    let mut out = Vec::with_capacity(dests.len());
+    for (id, pattern) in dests {
+        let remote =
+            core.instances.get(&id).is_some_and(|i| matches!(i.endpoint, crate::instance::Endpoint::Remote(_)));
+        let copies = if remote { core.registry.count(&pattern, id).max(1) } else { 1 };
+        out.extend(std::iter::repeat_n((id, pattern), copies as usize));
+    }
+    out
+}
+
+/// A REQUEST from another node (through its pseudo-instance `from`): a new
+/// request here, routed to a local instance only (the pseudo-instance's
+/// dest_refresh), with the time the sender had left.
+pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
+    if core.inflight.contains_key(&r.trans_id) {
+        let msg = format!("trans_id {} is already in flight on this node", r.trans_id);
+        return core.respond(from, &r.trans_id, Status::Malformed, b"", msg.as_bytes());
+    }
+    if core.shutting_down {
+        return core.respond(from, &r.trans_id, Status::ShuttingDown, b"", b"the node is shutting down");
+    }
+    core.stats.requests += 1;
+    if let Some(i) = core.instances.get(&from) {
+        crate::metrics::bump(&i.metrics.sent);
+    }
+    let timeout = r.timeout.max(1);
+    let route = Route {
+        trans_id: r.trans_id,
+        sender: from,
+        deadline: core.now + Duration::from_millis(timeout as u64),
+        priority: r.priority,
+        flags: r.flags,
+        wait_for_service: false,
+        name: r.name,
+        request_info: r.request_info,
+        request: r.request,
+    };
+    core.route(&route, false, timeout);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,7 @@
+//! cumulo nodes forming one cloud over NATS: real `cumulo` binaries, real
+//! `nats-server` processes, real sockets. One module per concern.
+
+mod common;
+mod faults;
+mod membership;
+mod routing;
