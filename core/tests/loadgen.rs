@@ -178,6 +178,7 @@ fn the_search_finds_a_known_capacity_within_10_percent_in_quick_mode() {
     let failed: u64 = ["errors", "timeouts", "backlog", "latency"].iter().map(|k| s[k].as_u64().unwrap()).sum();
     let failed_ticks = r["ticks"].as_array().unwrap().iter().filter(|t| !t["failed"].is_null()).count() as u64;
     assert_eq!(failed, failed_ticks, "{s}");
+    assert_eq!(s["ticks"].as_u64(), Some(r["ticks"].as_array().unwrap().len() as u64), "{s}");
 }
 
 /// Full mode (5 s ticks, 24 stable ticks): over 2 minutes, so not in the

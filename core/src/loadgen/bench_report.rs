@@ -148,7 +148,7 @@ impl BenchReport {
         );
         if let Some(c) = &self.search {
             let probe = self.probe_rate.map(|r| format!("; closed-loop probe {r:.1}/s")).unwrap_or_default();
-            let _ = writeln!(o, "{}{probe}", c.line(self.ticks.len()));
+            let _ = writeln!(o, "{}{probe}", c.line());
             if c.failed() > 0 && c.transient * 2 >= c.failed() {
                 let _ = writeln!(
                     o,

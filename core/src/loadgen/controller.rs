@@ -136,6 +136,8 @@ pub struct Failure {
 /// The search's failed ticks, by reason, and what became of them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FailureCounts {
+    /// Ticks judged (the probe is not one).
+    pub ticks: u32,
     pub errors: u32,
     pub timeouts: u32,
     pub backlog: u32,
@@ -162,10 +164,11 @@ impl FailureCounts {
         }
     }
 
-    /// "3 failed ticks (1 errors, 0 timeouts, 2 backlog, 0 latency), 1 transient (passed on retry), 1 ceiling retried, 0 lifted"
-    pub fn line(&self, ticks: usize) -> String {
+    /// "search: 9 ticks, 3 failed (1 errors, 0 timeouts, 2 backlog, 0 latency); 1 transient (passed on retry); 0 ceiling retries, 0 lifted"
+    pub fn line(&self) -> String {
         format!(
-            "search: {ticks} ticks, {} failed ({} errors, {} timeouts, {} backlog, {} latency); {} transient (passed on retry); {} ceiling retries, {} lifted",
+            "search: {} ticks, {} failed ({} errors, {} timeouts, {} backlog, {} latency); {} transient (passed on retry); {} ceiling retries, {} lifted",
+            self.ticks,
             self.failed(),
             self.errors,
             self.timeouts,
@@ -308,6 +311,7 @@ impl Dynamic {
 
     pub fn on_tick(&mut self, t: &TickOutcome) -> (Step, Option<Failure>) {
         let failure = self.judge(t);
+        self.counts.ticks += 1;
         let step = match &failure {
             None => {
                 if std::mem::take(&mut self.retrying) {
@@ -638,9 +642,9 @@ mod tests {
         t.ok = 80;
         let f = d.judge(&t).unwrap();
         assert!(f.why.contains("80 of 100") && f.kind == FailKind::Backlog);
-        let c = FailureCounts { errors: 1, backlog: 2, transient: 1, ..Default::default() };
+        let c = FailureCounts { ticks: 9, errors: 1, backlog: 2, transient: 1, ..Default::default() };
         assert_eq!(
-            c.line(9),
+            c.line(),
             "search: 9 ticks, 3 failed (1 errors, 0 timeouts, 2 backlog, 0 latency); 1 transient (passed on retry); 0 ceiling retries, 0 lifted"
         );
     }

@@ -71,6 +71,9 @@ pub struct Held {
     pub target_rate: Option<f64>,
     pub ticks: u32,
     pub latency: LatencyReport,
+    /// Dynamic: the search's failed ticks so far, by reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<FailureCounts>,
 }
 
 /// What the run's owner is told as it goes.
@@ -222,6 +225,7 @@ pub async fn drive(
                         h.min = min;
                         h.max = max;
                         h.line = stable_line(mean, min, max);
+                        h.search = Some(d.counts().clone());
                         obs.held(&h);
                         held = Some((h, hold.latency.clone()));
                     }
@@ -291,6 +295,7 @@ fn summarize(w: &Window, earlier: &[TickRecord], last: &TickRecord, target: Opti
         target_rate: target,
         ticks,
         latency: w.latency.report(),
+        search: None,
     }
 }
 
