@@ -50,7 +50,12 @@ impl Drop for Running {
 
 fn bench(args: &[&str]) -> Output {
     let out = Command::new(CUMULO).arg("bench").args(args).output().expect("run cumulo bench");
-    eprintln!("--- cumulo bench {}\n{}{}", args.join(" "), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "--- cumulo bench {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -109,13 +114,122 @@ fn dynamic_mode_finds_the_capacity_of_a_slowed_service() {
     assert!(r["ticks"].as_array().unwrap().iter().any(|t| !t["failed"].is_null()));
 }
 
+fn paced_service_script() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loadgen/paced_service.py").display().to_string()
+}
+
+/// The capacity of the paced service as configured below: 4 instances
+/// (threads, window 1 each), 2 ms per request each. The sender's requests
+/// go to the least busy instance, so the 4 act as one queue: sent at
+/// random, each instance would have its own queue, and a paced load would
+/// wait on the unlucky one well before the 4 are full.
+const PACED_CAPACITY: f64 = 2000.0;
+
+/// Runs `cumulo bench request` against the paced service with `env`
+/// (PACED_* variables) and `extra` arguments; returns the JSON report.
+fn search_paced(dir: &Scratch, env: &str, extra: &[&str]) -> serde_json::Value {
+    std::fs::write(
+        dir.path("core.toml"),
+        format!(
+            "[core]\nsocket = \"{}\"\n[core.unmanaged]\ndest_refresh = \"least_busy\"\n[[service]]\nprefix = \"/paced/\"\npath = \"python3\"\nargs = [\"{}\"]\ncount_thread = 4\nenv = {{ PACED_MS = \"2\"{env} }}\n",
+            dir.path("core.sock").display(),
+            paced_service_script()
+        ),
+    )
+    .unwrap();
+    let report = dir.path("r.json");
+    let config = dir.path("core.toml");
+    let mut args = vec![
+        "request",
+        "--config",
+        config.to_str().unwrap(),
+        "--name",
+        "/paced/paced/get",
+        "--check",
+        "<paced>ok</paced>",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", report.to_str().unwrap(), "--quiet"]);
+    let out = bench(&args);
+    assert!(out.status.success(), "no stable rate found");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\nsearch: ") && stdout.contains(" transient (passed on retry)"), "{stdout}");
+    json(&report)
+}
+
+fn stable_rate(r: &serde_json::Value) -> f64 {
+    r["result"]["rate"].as_f64().unwrap()
+}
+
+#[test]
+fn the_search_finds_a_known_capacity_within_10_percent_in_quick_mode() {
+    let _one = serial();
+    let dir = Scratch::new("known");
+    let r = search_paced(&dir, "", &["--quick", "--duration", "50s"]);
+    let rate = stable_rate(&r);
+    assert!(rate >= 0.9 * PACED_CAPACITY && rate <= 1.02 * PACED_CAPACITY, "stable at {rate}; the capacity is 2000");
+    // The probe bounded the capacity first, and the search started near it.
+    let probe = r["probe_rate"].as_f64().unwrap();
+    assert!(probe >= 0.8 * PACED_CAPACITY && probe <= 1.05 * PACED_CAPACITY, "the probe answered {probe}/s");
+    let first = r["ticks"][0]["target_rate"].as_f64().unwrap();
+    assert!(first > 0.7 * PACED_CAPACITY, "the search started at {first}");
+    // The report says how the search's failed ticks failed.
+    let s = &r["search"];
+    let failed: u64 = ["errors", "timeouts", "backlog", "latency"].iter().map(|k| s[k].as_u64().unwrap()).sum();
+    let failed_ticks = r["ticks"].as_array().unwrap().iter().filter(|t| !t["failed"].is_null()).count() as u64;
+    assert_eq!(failed, failed_ticks, "{s}");
+    assert_eq!(s["ticks"].as_u64(), Some(r["ticks"].as_array().unwrap().len() as u64), "{s}");
+}
+
+/// Full mode (5 s ticks, 24 stable ticks): over 2 minutes, so not in the
+/// default run: `cargo test --release -p cumulo --test loadgen -- --ignored`.
+#[test]
+#[ignore]
+fn the_search_finds_a_known_capacity_within_5_percent_in_full_mode() {
+    let _one = serial();
+    let dir = Scratch::new("known-full");
+    let r = search_paced(&dir, "", &["--duration", "8m"]);
+    let rate = stable_rate(&r);
+    assert!(rate >= 0.95 * PACED_CAPACITY && rate <= 1.02 * PACED_CAPACITY, "stable at {rate}; the capacity is 2000");
+}
+
+#[test]
+fn a_capacity_that_halves_during_the_run_is_followed_down() {
+    let _one = serial();
+    let dir = Scratch::new("halves");
+    // 4 s after the first request, each request takes 4 ms: 1000/s.
+    let r = search_paced(&dir, ", PACED_SLOWER_AFTER_S = \"4\"", &["--quick", "--duration", "50s"]);
+    let rate = stable_rate(&r);
+    assert!(rate >= 0.9 * 1000.0 && rate <= 1.02 * 1000.0, "stable at {rate}; the capacity fell to 1000");
+    // It had held more than the new capacity before the change.
+    let ticks = r["ticks"].as_array().unwrap();
+    assert!(ticks.iter().any(|t| t["failed"].is_null() && t["rate"].as_f64().unwrap() > 1500.0), "{ticks:?}");
+}
+
+#[test]
+fn a_stall_early_in_the_run_does_not_cap_the_search() {
+    let _one = serial();
+    let dir = Scratch::new("stall");
+    // 2 s after the first request, every instance stops for 500 ms: with a
+    // 400 ms timeout, requests time out, as in a scheduling hiccup that
+    // once capped a whole run.
+    let r = search_paced(&dir, ", PACED_STALL_AT_S = \"2\"", &["--quick", "--duration", "50s", "--timeout", "400ms"]);
+    let rate = stable_rate(&r);
+    assert!(rate >= 0.9 * PACED_CAPACITY && rate <= 1.02 * PACED_CAPACITY, "stable at {rate}; the capacity is 2000");
+    // The stall happened under load: requests timed out.
+    assert!(r["totals"]["timeouts"].as_u64().unwrap() > 0, "{}", r["totals"]);
+}
+
 #[test]
 fn fixed_mode_holds_its_rate_and_writes_an_html_report_a_browser_shows() {
     let _one = serial();
     let dir = Scratch::new("fixed");
     std::fs::write(
         dir.path("core.toml"),
-        format!("[core]\nsocket = \"{}\"\n[[service]]\nprefix = \"/echo/\"\ninternal = \"echo\"\n", dir.path("core.sock").display()),
+        format!(
+            "[core]\nsocket = \"{}\"\n[[service]]\nprefix = \"/echo/\"\ninternal = \"echo\"\n",
+            dir.path("core.sock").display()
+        ),
     )
     .unwrap();
     let (report, page) = (dir.path("r.json"), dir.path("r.html"));
@@ -193,11 +307,18 @@ fn fixed_mode_holds_its_rate_and_writes_an_html_report_a_browser_shows() {
 
 /// Headless Chromium, installed from Debian's packages when missing.
 fn chromium() -> String {
-    let find = || ["chromium", "chromium-browser", "google-chrome"].into_iter().find(|b| Command::new("which").arg(b).output().is_ok_and(|o| o.status.success()));
+    let find = || {
+        ["chromium", "chromium-browser", "google-chrome"]
+            .into_iter()
+            .find(|b| Command::new("which").arg(b).output().is_ok_and(|o| o.status.success()))
+    };
     if let Some(b) = find() {
         return b.to_string();
     }
-    let _ = Command::new("apt-get").args(["install", "-y", "-qq", "chromium"]).env("DEBIAN_FRONTEND", "noninteractive").status();
+    let _ = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "chromium"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
     find().expect("chromium is needed to check the HTML report (apt-get install chromium)").to_string()
 }
 
@@ -265,7 +386,9 @@ fn http_server() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) 
                 tokio::spawn(async move {
                     let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
                         let body = format!("<http_test><value>42</value></http_test> {}", req.uri());
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body))))
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(http_body_util::Full::new(
+                            hyper::body::Bytes::from(body),
+                        )))
                     });
                     let _ = http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
                 });
@@ -283,8 +406,22 @@ fn http_mode_holds_a_rate_over_keep_alive_connections() {
     let report = dir.path("r.json");
     let url = format!("http://{addr}/tests/http_req/rust.xml?value=42");
     let out = bench(&[
-        "http", "--url", &url, "--connections", "200", "--rate", "1000", "--duration", "4s", "--tick", "1s", "--check",
-        "<value>42</value>", "--json", report.to_str().unwrap(), "--quiet",
+        "http",
+        "--url",
+        &url,
+        "--connections",
+        "200",
+        "--rate",
+        "1000",
+        "--duration",
+        "4s",
+        "--tick",
+        "1s",
+        "--check",
+        "<value>42</value>",
+        "--json",
+        report.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(out.status.success());
     let r = json(&report);
@@ -295,7 +432,8 @@ fn http_mode_holds_a_rate_over_keep_alive_connections() {
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 200);
 
     // closed loop, as fast as possible
-    let out = bench(&["http", "--url", &url, "--connections", "4", "--max", "--duration", "2s", "--tick", "1s", "--quiet"]);
+    let out =
+        bench(&["http", "--url", &url, "--connections", "4", "--max", "--duration", "2s", "--tick", "1s", "--quiet"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("held "));
 }
@@ -385,7 +523,8 @@ fn bad_input_gets_a_clear_error() {
         "[[service]]\nprefix = \"/load/\"\ninternal = \"request_rate\"\nsettings = { service_name = \"/x\", request_rate = \"fast\" }\n",
     )
     .unwrap();
-    let out = Command::new(CUMULO).args(["check", "--config", dir.path("bad.toml").to_str().unwrap()]).output().unwrap();
+    let out =
+        Command::new(CUMULO).args(["check", "--config", dir.path("bad.toml").to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let mut err = String::new();
     let _ = (&out.stderr[..]).read_to_string(&mut err);

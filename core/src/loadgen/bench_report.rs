@@ -1,6 +1,7 @@
 //! What a `cumulo bench` run found, as one value: printed as the final
 //! summary, written as JSON (`--json`) and as an HTML page (`--html`).
 
+use super::controller::FailureCounts;
 use super::driver::{Held, RunEnd, TickRecord};
 use super::progress::Sample;
 use super::report::Latencies;
@@ -68,6 +69,12 @@ pub struct BenchReport {
     pub success: bool,
     /// The rate that held and its latency report (see `Held`).
     pub result: Option<Held>,
+    /// Dynamic: the search's failed ticks by reason (see docs/LOADGEN.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<FailureCounts>,
+    /// Dynamic: answers per second of the closed-loop probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_rate: Option<f64>,
     pub totals: Totals,
     pub ticks: Vec<TickRecord>,
     pub samples: Vec<Sample>,
@@ -102,6 +109,8 @@ impl BenchReport {
             machine: machine(),
             success,
             totals,
+            search: end.search,
+            probe_rate: end.probe_rate,
             ticks: end.ticks,
             samples,
             latency_curve: held_latencies.map(Latencies::curve).unwrap_or_default(),
@@ -129,8 +138,24 @@ impl BenchReport {
         let _ = writeln!(
             o,
             "\n{} ok, {} errors, {} timeouts in {:.1} s ({}, {} connections, {})",
-            self.totals.ok, self.totals.errors, self.totals.timeouts, self.totals.seconds, self.target, self.connections, self.rate_mode
+            self.totals.ok,
+            self.totals.errors,
+            self.totals.timeouts,
+            self.totals.seconds,
+            self.target,
+            self.connections,
+            self.rate_mode
         );
+        if let Some(c) = &self.search {
+            let probe = self.probe_rate.map(|r| format!("; closed-loop probe {r:.1}/s")).unwrap_or_default();
+            let _ = writeln!(o, "{}{probe}", c.line());
+            if c.failed() > 0 && c.transient * 2 >= c.failed() {
+                let _ = writeln!(
+                    o,
+                    "  (half or more of the failed ticks passed on retry: the target or the machine stalled)"
+                );
+            }
+        }
         if let Some(e) = &self.totals.first_error {
             let _ = writeln!(o, "first error: {e}");
         }
@@ -161,9 +186,15 @@ pub fn machine() -> String {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
+    let kernel =
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
     format!("{cpus} CPUs, {model}, Linux {kernel}")
 }
 

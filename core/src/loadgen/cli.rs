@@ -81,6 +81,10 @@ pub struct RateArgs {
     /// First rate the dynamic search tries.
     #[arg(long, default_value_t = 100.0)]
     pub start_rate: f64,
+    /// Start the dynamic search without the closed-loop probe of the
+    /// capacity (doubling from --start-rate instead).
+    #[arg(long)]
+    pub no_probe: bool,
     /// Highest rate the dynamic search tries.
     #[arg(long)]
     pub max_rate: Option<f64>,
@@ -195,6 +199,7 @@ impl RateArgs {
                     stable_ticks,
                     latency_limit: self.p99_limit,
                     max_rate: self.max_rate,
+                    probe: !self.no_probe,
                     ..Default::default()
                 };
                 (RateMode::Dynamic(s), "dynamic")
@@ -207,7 +212,14 @@ impl RateArgs {
         if duration.is_zero() {
             bail!("--duration must be more than 0");
         }
-        let plan = Plan { mode, tick, timeout: self.timeout, duration: Some(duration), stop_when_stable: true, report_every: None };
+        let plan = Plan {
+            mode,
+            tick,
+            timeout: self.timeout,
+            duration: Some(duration),
+            stop_when_stable: true,
+            report_every: None,
+        };
         Ok((plan, name))
     }
 }
@@ -238,7 +250,13 @@ impl Observer for Say {
 }
 
 /// Runs the plan with lanes already started; collects the report.
-async fn run_plan(plan: &Plan, name: &'static str, pace: &tokio::sync::watch::Sender<schedule::Schedule>, rec: &SharedRecorder, quiet: bool) -> (super::driver::RunEnd, Vec<super::progress::Sample>) {
+async fn run_plan(
+    plan: &Plan,
+    name: &'static str,
+    pace: &tokio::sync::watch::Sender<schedule::Schedule>,
+    rec: &SharedRecorder,
+    quiet: bool,
+) -> (super::driver::RunEnd, Vec<super::progress::Sample>) {
     let progress = Rc::new(RefCell::new(Progress::new(quiet)));
     let mut say = Say(progress.clone(), name == "dynamic" && !quiet);
     let started = Instant::now();
@@ -326,7 +344,15 @@ fn request(a: RequestArgs) -> anyhow::Result<bool> {
         let rec = SharedRecorder::default();
         let lanes = conns.len();
         for (i, c) in conns.into_iter().enumerate() {
-            tokio::task::spawn_local(service_client::run_lane(c, spec.clone(), i, lanes, pace_rx.clone(), rec.clone(), inflight_max));
+            tokio::task::spawn_local(service_client::run_lane(
+                c,
+                spec.clone(),
+                i,
+                lanes,
+                pace_rx.clone(),
+                rec.clone(),
+                inflight_max,
+            ));
         }
         let (end, samples) = run_plan(&plan, rate_name, &pace, &rec, a.rate.quiet).await;
         let t = totals(&rec, end.seconds);
@@ -363,7 +389,10 @@ fn http(a: HttpArgs) -> anyhow::Result<bool> {
     if needed > limit {
         bail!("{} connections need about {needed} open files; the limit is {limit} (raise it with ulimit -n, or use fewer connections)", a.connections);
     }
-    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).clamp(1, a.connections);
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, a.connections);
     let check = a.rate.check.as_ref().map(|c| c.as_bytes().to_vec());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
@@ -377,12 +406,10 @@ fn http(a: HttpArgs) -> anyhow::Result<bool> {
             let lanes_here: Vec<usize> = (t..a.connections).step_by(threads).collect();
             let (target, rx, rec, count) = (target.clone(), pace_rx.clone(), rec.clone(), count.clone());
             let lanes = a.connections;
-            handles.push(
-                std::thread::Builder::new().name(format!("bench-http-{t}")).spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-                    rt.block_on(http_client::run_lanes(target, lanes_here, lanes, rx, rec, count));
-                })?,
-            );
+            handles.push(std::thread::Builder::new().name(format!("bench-http-{t}")).spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                rt.block_on(http_client::run_lanes(target, lanes_here, lanes, rx, rec, count));
+            })?);
         }
         // Every connection opened (or failed) before the clock starts.
         let opening = Instant::now();

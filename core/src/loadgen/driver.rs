@@ -4,7 +4,7 @@
 //! the next pace. The lanes that send are elsewhere; they only read the pace
 //! and write the recorder.
 
-use super::controller::{Dynamic, DynamicSettings, Step, TickOutcome};
+use super::controller::{Dynamic, DynamicSettings, FailKind, FailureCounts, Step, TickOutcome};
 use super::recorder::{SharedRecorder, Window};
 use super::report::{stable_line, Latencies, LatencyReport};
 use super::schedule::{self, Pace, Schedule};
@@ -54,8 +54,10 @@ pub struct TickRecord {
     pub timeouts: u64,
     pub p50_us: u64,
     pub p99_us: u64,
-    /// Dynamic mode: why the tick failed (none: it passed).
+    /// Dynamic mode: why the tick failed (none: it passed), and the kind.
     pub failed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_kind: Option<FailKind>,
 }
 
 /// A rate that held, with the latencies measured while it did.
@@ -69,6 +71,9 @@ pub struct Held {
     pub target_rate: Option<f64>,
     pub ticks: u32,
     pub latency: LatencyReport,
+    /// Dynamic: the search's failed ticks so far, by reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<FailureCounts>,
 }
 
 /// What the run's owner is told as it goes.
@@ -88,11 +93,29 @@ pub struct RunEnd {
     /// The latencies `held` reports on.
     pub latencies: Option<Latencies>,
     pub seconds: f64,
+    /// Dynamic: the search's failed ticks by reason, and what became of them.
+    pub search: Option<FailureCounts>,
+    /// Dynamic: what the closed-loop probe answered, per second.
+    pub probe_rate: Option<f64>,
 }
+
+/// Requests in flight per lane during the probe: enough to keep a target's
+/// queue full through the core's round trip (64 per lane, 3 lanes: 192),
+/// few enough to stay far under the core's queue limits.
+pub const PROBE_INFLIGHT_PER_LANE: usize = 64;
+
+/// The probe lasts one tick, at most this long: it only has to fill the
+/// target's queue and count what comes back.
+pub const PROBE_MAX: Duration = Duration::from_secs(2);
 
 /// Runs the plan until its duration ends (or, dynamic with
 /// `stop_when_stable`, until a rate is stable). Sets `Pace::Stopped` at the end.
-pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedRecorder, obs: &mut dyn Observer) -> RunEnd {
+pub async fn drive(
+    plan: &Plan,
+    pace: &watch::Sender<Schedule>,
+    rec: &SharedRecorder,
+    obs: &mut dyn Observer,
+) -> RunEnd {
     let started = Instant::now();
     let end_at = plan.duration.map(|d| started + d);
     let mut dynamic = match &plan.mode {
@@ -108,6 +131,16 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
         Some(rate) => schedule::set(pace, Pace::Rate { start: at, rate }),
         None => schedule::set(pace, Pace::AsFastAsPossible),
     };
+
+    let mut probe_rate = None;
+    if let (Some(d), RateMode::Dynamic(s)) = (dynamic.as_mut(), &plan.mode) {
+        if s.probe {
+            let rate = probe(plan, pace, rec, end_at).await;
+            d.probed(rate);
+            obs.note(&format!("closed-loop probe: {rate:.1} answers/second; the search starts at {:.1}", d.rate()));
+            probe_rate = Some(rate);
+        }
+    }
 
     rec.lock().take_tick();
     let mut tick_start = Instant::now();
@@ -135,6 +168,7 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
             errors: w.errors,
             timeouts: w.timeouts,
             p99_us: w.latency.percentile(99.0),
+            mean_us: w.latency.moments.mean().unwrap_or(0.0) as u64,
             first_error: w.first_error.clone(),
         };
         let finished_early = end_at.is_some_and(|e| now >= e) && seconds < plan.tick.as_secs_f64() * 0.5;
@@ -151,6 +185,7 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
             p50_us: w.latency.percentile(50.0),
             p99_us: outcome.p99_us,
             failed: None,
+            failed_kind: None,
         };
         tick_start = now;
 
@@ -161,15 +196,22 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
                 hold.merge(&w);
                 hold_ticks += 1;
                 if plan.report_every.is_some_and(|n| hold_ticks >= n) {
-                    let h = summarize(&hold, &ticks[ticks.len() + 1 - hold_ticks as usize..], &record, rate_asked, hold_ticks);
+                    let h = summarize(
+                        &hold,
+                        &ticks[ticks.len() + 1 - hold_ticks as usize..],
+                        &record,
+                        rate_asked,
+                        hold_ticks,
+                    );
                     obs.held(&h);
                     held = Some((h, std::mem::take(&mut hold).latency));
                     hold_ticks = 0;
                 }
             }
             Some(d) => {
-                let (step, why) = d.on_tick(&outcome);
-                record.failed = why;
+                let (step, failure) = d.on_tick(&outcome);
+                record.failed_kind = failure.as_ref().map(|f| f.kind);
+                record.failed = failure.map(|f| f.why);
                 match step {
                     Step::Hold => {
                         hold.merge(&w);
@@ -183,6 +225,7 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
                         h.min = min;
                         h.max = max;
                         h.line = stable_line(mean, min, max);
+                        h.search = Some(d.counts().clone());
                         obs.held(&h);
                         held = Some((h, hold.latency.clone()));
                     }
@@ -190,8 +233,9 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
                         hold = Window::default();
                         hold_ticks = 0;
                         if drain {
+                            let again = if rate == outcome.rate { " again" } else { "" };
                             obs.note(&format!(
-                                "{:.1} requests/second failed ({}); draining, then trying {:.1}",
+                                "{:.1} requests/second failed ({}); draining, then trying{again} {:.1}",
                                 outcome.rate,
                                 record.failed.as_deref().unwrap_or("?"),
                                 rate
@@ -220,12 +264,19 @@ pub async fn drive(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedReco
     // (the whole run when reports are not periodic).
     if dynamic.is_none() && hold_ticks > 0 {
         if let Some(last) = ticks.last() {
-            let h = summarize(&hold, &ticks[ticks.len() - hold_ticks as usize..ticks.len() - 1], last, target(&dynamic), hold_ticks);
+            let h = summarize(
+                &hold,
+                &ticks[ticks.len() - hold_ticks as usize..ticks.len() - 1],
+                last,
+                target(&dynamic),
+                hold_ticks,
+            );
             held = Some((h, hold.latency));
         }
     }
     let (held, latencies) = held.map_or((None, None), |(h, l)| (Some(h), Some(l)));
-    RunEnd { ticks, held, latencies, seconds: started.elapsed().as_secs_f64() }
+    let search = dynamic.as_ref().map(|d| d.counts().clone());
+    RunEnd { ticks, held, latencies, seconds: started.elapsed().as_secs_f64(), search, probe_rate }
 }
 
 /// Rate and latency of consecutive ticks at one target.
@@ -244,6 +295,33 @@ fn summarize(w: &Window, earlier: &[TickRecord], last: &TickRecord, target: Opti
         target_rate: target,
         ticks,
         latency: w.latency.report(),
+        search: None,
+    }
+}
+
+/// The closed-loop probe: every lane keeps `PROBE_INFLIGHT_PER_LANE`
+/// requests in flight for one tick (at most `PROBE_MAX`); what is answered
+/// per second bounds the capacity from above when that many fill the
+/// target's queue. Then the lanes pause and drain, and the recorder's tick
+/// is reset, so the search's first tick measures its own rate.
+async fn probe(plan: &Plan, pace: &watch::Sender<Schedule>, rec: &SharedRecorder, end_at: Option<Instant>) -> f64 {
+    rec.lock().take_tick();
+    let start = Instant::now();
+    schedule::set(pace, Pace::Probe { inflight_per_lane: PROBE_INFLIGHT_PER_LANE });
+    let mut until = start + plan.tick.min(PROBE_MAX);
+    if let Some(e) = end_at {
+        until = until.min(e);
+    }
+    tokio::time::sleep_until(until.into()).await;
+    let w = rec.lock().take_tick();
+    let seconds = start.elapsed().as_secs_f64();
+    schedule::set(pace, Pace::Paused);
+    drain_outstanding(rec, plan.timeout + Duration::from_secs(1), end_at).await;
+    rec.lock().take_tick();
+    if seconds > 0.0 {
+        w.ok as f64 / seconds
+    } else {
+        0.0
     }
 }
 

@@ -25,6 +25,10 @@ pub enum Pace {
     /// Each lane sends its next request as soon as the previous one is
     /// answered (closed loop; latency is then from the actual send).
     AsFastAsPossible,
+    /// Closed loop with at most this many requests in flight per lane: the
+    /// dynamic search's probe of the capacity (enough to keep the target's
+    /// queue full, not so many that they crowd its queue limits).
+    Probe { inflight_per_lane: usize },
     /// Send nothing for now (between ticks of a rate search).
     Paused,
     /// The run is over.
@@ -96,7 +100,7 @@ impl Pacer {
             }
             match self.current.pace {
                 Pace::Stopped => return Due::Stop,
-                Pace::AsFastAsPossible => return Due::Now,
+                Pace::AsFastAsPossible | Pace::Probe { .. } => return Due::Now,
                 Pace::Paused => {
                     if self.rx.changed().await.is_err() {
                         return Due::Stop;
@@ -117,6 +121,17 @@ impl Pacer {
                     }
                 }
             }
+        }
+    }
+}
+
+impl Pacer {
+    /// Most requests in flight on this lane now: the lane's own limit, or
+    /// the probe's when lower.
+    pub fn inflight_cap(&self, lane_max: usize) -> usize {
+        match self.current.pace {
+            Pace::Probe { inflight_per_lane } => lane_max.min(inflight_per_lane.max(1)),
+            _ => lane_max,
         }
     }
 }
@@ -165,6 +180,10 @@ mod tests {
         assert_eq!(p.next().await, Due::At(t1));
         set(&tx, Pace::AsFastAsPossible);
         assert_eq!(p.next().await, Due::Now);
+        assert_eq!(p.inflight_cap(1024), 1024);
+        set(&tx, Pace::Probe { inflight_per_lane: 64 });
+        assert_eq!(p.next().await, Due::Now);
+        assert_eq!((p.inflight_cap(1024), p.inflight_cap(8)), (64, 8));
         set(&tx, Pace::Stopped);
         assert_eq!(p.next().await, Due::Stop);
     }

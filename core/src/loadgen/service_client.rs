@@ -35,20 +35,32 @@ pub struct Connection {
 pub async fn connect(socket: &str, prefix: &str) -> anyhow::Result<Connection> {
     let (reader, writer): (Reader, Writer) = match socket.strip_prefix("tcp://") {
         Some(hostport) => {
-            let s = tokio::net::TcpStream::connect(hostport).await.with_context(|| format!("cannot connect to {socket}"))?;
+            let s = tokio::net::TcpStream::connect(hostport)
+                .await
+                .with_context(|| format!("cannot connect to {socket}"))?;
             s.set_nodelay(true)?;
             let (r, w) = s.into_split();
             (Box::new(r), Box::new(w))
         }
         None => {
-            let s = tokio::net::UnixStream::connect(socket).await.with_context(|| format!("cannot connect to {socket}"))?;
+            let s =
+                tokio::net::UnixStream::connect(socket).await.with_context(|| format!("cannot connect to {socket}"))?;
             let (r, w) = s.into_split();
             (Box::new(r), Box::new(w))
         }
     };
-    let mut c = Connection { reader, writer, ids: TransIdGen::new(0, 0), max_frame: 1 << 20, rbuf: Vec::with_capacity(64 * 1024) };
+    let mut c = Connection {
+        reader,
+        writer,
+        ids: TransIdGen::new(0, 0),
+        max_frame: 1 << 20,
+        rbuf: Vec::with_capacity(64 * 1024),
+    };
     let mut hello = Vec::new();
-    cumulo_proto::encode_hello(&mut hello, &Hello { version: cumulo_proto::VERSION, window: 1, thread_index: 0, token: "", prefix });
+    cumulo_proto::encode_hello(
+        &mut hello,
+        &Hello { version: cumulo_proto::VERSION, window: 1, thread_index: 0, token: "", prefix },
+    );
     c.writer.write_all(&hello).await?;
     let frame = tokio::time::timeout(Duration::from_secs(10), c.read_frame())
         .await
@@ -102,13 +114,17 @@ impl Connection {
             let (status, body) = loop {
                 let f = self.read_frame().await?;
                 match decode(&f)? {
-                    Frame::Response(r) if r.trans_id == tid => break (Status::from_code(r.status), r.response.to_vec()),
+                    Frame::Response(r) if r.trans_id == tid => {
+                        break (Status::from_code(r.status), r.response.to_vec())
+                    }
                     Frame::Ping(n) => {
                         let mut pong = Vec::new();
                         cumulo_proto::encode_ping(&mut pong, kind::PONG, n);
                         self.writer.write_all(&pong).await?;
                     }
-                    Frame::Error(e) => bail!("the core closed the connection: {}: {}", Status::from_code(e.status), e.message),
+                    Frame::Error(e) => {
+                        bail!("the core closed the connection: {}: {}", Status::from_code(e.status), e.message)
+                    }
                     _ => {}
                 }
             };
@@ -180,7 +196,15 @@ pub async fn run_lane(
     let out = Rc::new(Outbox::default());
     let inflight = Rc::new(InFlight { map: RefCell::new(AHashMap::new()), freed: Notify::new() });
     let writer_task = tokio::task::spawn_local(write_loop(writer, out.clone()));
-    let reader_task = tokio::task::spawn_local(read_loop(reader, rbuf, max_frame, out.clone(), inflight.clone(), spec.clone(), rec.clone()));
+    let reader_task = tokio::task::spawn_local(read_loop(
+        reader,
+        rbuf,
+        max_frame,
+        out.clone(),
+        inflight.clone(),
+        spec.clone(),
+        rec.clone(),
+    ));
     send_loop(ids, &spec, Pacer::new(lane, lanes, pace), &out, &inflight, &rec, inflight_max.max(1)).await;
     // The answers still due arrive, or the caller gives up waiting for them.
     let _ = reader_task.await;
@@ -210,12 +234,12 @@ async fn send_loop(
         };
         // Full: wait for a free slot; a request that cannot leave within
         // its timeout is counted as timed out and never sent.
-        while inflight.map.borrow().len() >= cap {
+        while inflight.map.borrow().len() >= pacer.inflight_cap(cap) {
             let give_up = due.unwrap_or_else(Instant::now) + timeout;
             tokio::select! {
                 _ = inflight.freed.notified() => {}
                 _ = tokio::time::sleep_until(give_up.into()) => {
-                    if due.is_some() && inflight.map.borrow().len() >= cap {
+                    if due.is_some() && inflight.map.borrow().len() >= pacer.inflight_cap(cap) {
                         rec.lock().dropped();
                         continue 'next;
                     }
@@ -290,7 +314,11 @@ async fn read_loop(
                 Ok(Frame::Ping(n)) => out.push(|b| cumulo_proto::encode_ping(b, kind::PONG, n)),
                 Ok(Frame::Terminate(_)) => break 'read "the core is shutting down".to_string(),
                 Ok(Frame::Error(e)) => {
-                    break 'read format!("the core closed the connection: {}: {}", Status::from_code(e.status), e.message)
+                    break 'read format!(
+                        "the core closed the connection: {}: {}",
+                        Status::from_code(e.status),
+                        e.message
+                    )
                 }
                 Ok(_) => {}
                 Err(e) => break 'read format!("bad frame from the core: {e}"),

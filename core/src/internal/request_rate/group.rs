@@ -39,7 +39,13 @@ pub fn join(key: &str, size: u32) -> (Rc<Group>, u32) {
             }
         }
         let (pace, _) = schedule::channel();
-        let g = Rc::new(Group { key: key.to_string(), size: size.max(1), joined: Cell::new(1), pace, rec: SharedRecorder::default() });
+        let g = Rc::new(Group {
+            key: key.to_string(),
+            size: size.max(1),
+            joined: Cell::new(1),
+            pace,
+            rec: SharedRecorder::default(),
+        });
         groups.push(Rc::downgrade(&g));
         (g, 0)
     })

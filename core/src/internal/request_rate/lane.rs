@@ -25,12 +25,12 @@ pub async fn run(api: &InternalApi, spec: &RequestSpec, mut pacer: Pacer, rec: &
                 Due::At(t) => Some(t),
                 Due::Now => None,
             };
-            while inflight.borrow().len() >= inflight_max {
+            while inflight.borrow().len() >= pacer.inflight_cap(inflight_max) {
                 let give_up = due.unwrap_or_else(Instant::now) + timeout;
                 tokio::select! {
                     _ = freed.notified() => {}
                     _ = tokio::time::sleep_until(give_up.into()) => {
-                        if due.is_some() && inflight.borrow().len() >= inflight_max {
+                        if due.is_some() && inflight.borrow().len() >= pacer.inflight_cap(inflight_max) {
                             rec.lock().dropped();
                             continue 'next;
                         }

@@ -129,7 +129,8 @@ impl Observer for Log<'_> {
                 tracing::warn!(service = %self.name, "request_rate: cannot write {}: {e}", path.display());
             }
         }
-        tracing::info!(service = %self.name, "{}\n{}", h.line, h.latency.to_text().trim_end());
+        let search = h.search.as_ref().map(|c| format!("\n  {}", c.line())).unwrap_or_default();
+        tracing::info!(service = %self.name, "{}\n{}{search}", h.line, h.latency.to_text().trim_end());
     }
 
     fn note(&mut self, msg: &str) {

@@ -33,6 +33,7 @@ const KNOWN: &[&str] = &[
     "inflight_max",
     "rate_start",
     "rate_max",
+    "rate_probe",
     "latency_limit_ms",
     "report_file",
 ];
@@ -78,8 +79,16 @@ impl Settings {
             Some(_) => return Err(err("service_name", "must be a non-empty string")),
             None => return Err(err("service_name", "is required: the name to send requests to")),
         };
-        let request_info = t.get("request_info").map(|v| payload::from_toml("request_rate: settings.request_info", v)).transpose()?.unwrap_or_default();
-        let request = t.get("request").map(|v| payload::from_toml("request_rate: settings.request", v)).transpose()?.unwrap_or_default();
+        let request_info = t
+            .get("request_info")
+            .map(|v| payload::from_toml("request_rate: settings.request_info", v))
+            .transpose()?
+            .unwrap_or_default();
+        let request = t
+            .get("request")
+            .map(|v| payload::from_toml("request_rate: settings.request", v))
+            .transpose()?
+            .unwrap_or_default();
         let check = match t.get("response_check") {
             None => None,
             Some(toml::Value::String(s)) => Some(s.as_bytes().to_vec()),
@@ -104,7 +113,13 @@ impl Settings {
             dynamic.start_rate = r;
         }
         dynamic.max_rate = positive(t, "rate_max")?;
-        dynamic.latency_limit = whole(t, "latency_limit_ms", 1, u32::MAX as i64)?.map(|ms| Duration::from_millis(ms as u64));
+        dynamic.probe = match t.get("rate_probe") {
+            None => true,
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(_) => return Err(err("rate_probe", "must be true or false")),
+        };
+        dynamic.latency_limit =
+            whole(t, "latency_limit_ms", 1, u32::MAX as i64)?.map(|ms| Duration::from_millis(ms as u64));
         let report_file = match t.get("report_file") {
             None => None,
             Some(toml::Value::String(s)) if !s.is_empty() => Some(PathBuf::from(s)),
@@ -133,7 +148,10 @@ mod tests {
     #[test]
     fn defaults_and_every_field() {
         let s = parse("service_name = \"/tests/http_req/rust.xml/get\"").unwrap();
-        assert_eq!((s.rate, s.tick, s.dynamic.stable_ticks, s.spec.timeout_ms, s.inflight_max), (None, Duration::from_secs(5), 24, 5000, 1024));
+        assert_eq!(
+            (s.rate, s.tick, s.dynamic.stable_ticks, s.spec.timeout_ms, s.inflight_max),
+            (None, Duration::from_secs(5), 24, 5000, 1024)
+        );
         let s = parse(
             r#"service_name = "/a/b"
             request_info = { k = "v" }
@@ -146,6 +164,7 @@ mod tests {
             inflight_max = 16
             rate_start = 50
             rate_max = 9000.5
+            rate_probe = false
             latency_limit_ms = 20
             report_file = "/tmp/r.json""#,
         )
@@ -154,9 +173,12 @@ mod tests {
         assert_eq!(s.spec.request, b"value\x0042\x00");
         assert_eq!(s.spec.request_info, b"k\x00v\x00");
         assert_eq!(s.tick, Duration::from_secs(1));
-        assert_eq!((s.dynamic.start_rate, s.dynamic.max_rate), (50.0, Some(9000.5)));
+        assert_eq!((s.dynamic.start_rate, s.dynamic.max_rate, s.dynamic.probe), (50.0, Some(9000.5), false));
         assert_eq!(s.dynamic.latency_limit, Some(Duration::from_millis(20)));
-        assert_eq!(parse("service_name = \"/a\"\nrequest_rate = \"dynamic\"\ntick_length = 250").unwrap().tick, Duration::from_millis(250));
+        assert_eq!(
+            parse("service_name = \"/a\"\nrequest_rate = \"dynamic\"\ntick_length = 250").unwrap().tick,
+            Duration::from_millis(250)
+        );
     }
 
     #[test]
@@ -170,6 +192,7 @@ mod tests {
             ("service_name = \"/a\"\ntick_stable_count = 0", "tick_stable_count"),
             ("service_name = \"/a\"\nrequest = [1, 2]", "request"),
             ("service_name = \"/a\"\ncolour = 1", "colour"),
+            ("service_name = \"/a\"\nrate_probe = 1", "rate_probe"),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(field), "{text}: {e}");
