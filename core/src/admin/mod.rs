@@ -85,7 +85,7 @@ pub async fn serve(listener: TcpListener, ctx: Rc<AdminContext>) {
                 continue;
             }
         };
-        let slot = match slots.admit() {
+        let slot = match slots.admit(Some(std::os::fd::AsRawFd::as_raw_fd(&stream))) {
             Admission::Free(slot) => slot,
             Admission::MadeRoom(slot) => {
                 made_room.warn(|n| {
