@@ -36,7 +36,7 @@ suite() {
 }
 py="$root/sdk/python/.venv/bin/python"
 
-suite "Rust: codec vectors, core, Rust SDK, core end-to-end" cargo test --release --workspace
+suite "Rust: codec vectors, core, Rust SDK, core and cluster end-to-end" cargo test --release --workspace --no-fail-fast
 suite "Fuzzing: regression inputs, then every target briefly (bash fuzz/run.sh --quick)" bash fuzz/run.sh --quick
 suite "C and C++ SDKs" bash sdk/c/test.sh
 suite "Python SDK" bash sdk/python/test.sh
