@@ -255,7 +255,9 @@ impl Membership {
                 refused.push(format!("{p} (must start with '/', at most {MAX_REMOTE_PATTERN_LEN} bytes)"));
                 continue;
             }
-            if let Err(why) = crate::pattern::validate(&p) {
+            // The local limits too (max_pattern, max_wildcards): a pattern
+            // over them would be refused by `subscribe` below, unseen.
+            if let Err(why) = core.limits.names.check_pattern(&p) {
                 refused.push(format!("{p} ({why})"));
                 continue;
             }
@@ -281,7 +283,8 @@ impl Membership {
         for (p, want) in wanted {
             let have = m.applied.entry(p.clone()).or_default();
             while *have < want {
-                if core.subscribe(id, &p).is_err() {
+                if let Err((_, why)) = core.subscribe(id, &p) {
+                    tracing::warn!(node, "node {node}: remote pattern {p} not subscribed: {why}");
                     break;
                 }
                 *have += 1;
