@@ -448,14 +448,21 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
     }
     match (&s.path, &s.internal) {
         (Some(_), Some(_)) => return Err((at_field("path"), "give either path or internal, not both".into())),
-        (None, None) => return Err((at_field("path"), "give path (a program) or internal (a built-in service)".into())),
+        (None, None) => {
+            return Err((at_field("path"), "give path (a program) or internal (a built-in service)".into()))
+        }
         (Some(p), None) if p.is_empty() => return Err((at_field("path"), "must not be empty".into())),
         (None, Some(name)) if !crate::internal::is_known(name) => {
-            return Err((at_field("internal"), format!("unknown internal service '{name}' (known: {})", crate::internal::KNOWN.join(", "))))
+            return Err((
+                at_field("internal"),
+                format!("unknown internal service '{name}' (known: {})", crate::internal::KNOWN.join(", ")),
+            ))
         }
         // Settings are checked now, not when the service starts: a bad one
         // must refuse the file (or the API call), not stop a running core.
-        (None, Some(name)) => crate::internal::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?,
+        (None, Some(name)) => {
+            crate::internal::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?
+        }
         _ => {}
     }
     if s.protocol == Protocol::Cloudi && s.internal.is_some() {
@@ -471,7 +478,10 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
         return Err((at_field("max_t"), "must be at least 1 second".into()));
     }
     if s.internal.as_deref() == Some("http") && (s.count_process > 1 || s.count_thread > 1) {
-        return Err((at_field("count_process"), "the http gateway listens on one port: count_process and count_thread must be 1".into()));
+        return Err((
+            at_field("count_process"),
+            "the http gateway listens on one port: count_process and count_thread must be 1".into(),
+        ));
     }
     validate_options(at, &s.options())
 }

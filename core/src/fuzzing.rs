@@ -97,7 +97,12 @@ pub async fn socket_session(core: &Shared, input: &[u8], chunk: usize, linger: D
 /// itself (answer and close, or its header/body timeouts). Returns what
 /// the gateway wrote, or `Err` if the connection was still open after
 /// [`HTTP_SESSION_LIMIT`].
-pub async fn http_session(core: &Shared, settings: &toml::Table, input: &[u8], chunk: usize) -> Result<Vec<u8>, Vec<u8>> {
+pub async fn http_session(
+    core: &Shared,
+    settings: &toml::Table,
+    input: &[u8],
+    chunk: usize,
+) -> Result<Vec<u8>, Vec<u8>> {
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (core2, settings) = (core.clone(), settings.clone());
     let served = tokio::task::spawn_local(async move { http::serve_connection(&core2, &settings, server).await });

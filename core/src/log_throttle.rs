@@ -20,10 +20,7 @@ impl Throttle {
     pub fn warn(&mut self, message: impl FnOnce(u64) -> String) {
         self.held_back += 1;
         let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < WARN_EVERY)
-        {
+        if self.last.is_some_and(|t| now.duration_since(t) < WARN_EVERY) {
             return;
         }
         tracing::warn!("{}", message(self.held_back));

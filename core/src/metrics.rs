@@ -58,8 +58,10 @@ fn slot_name(i: usize) -> &'static str {
 
 /// Upper bounds of the request-duration histogram, microseconds (100 µs to
 /// 10 s: a local round trip to a slow batch job).
-pub const DURATION_BOUNDS_US: [u64; 15] =
-    [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 10_000_000];
+pub const DURATION_BOUNDS_US: [u64; 15] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
+    10_000_000,
+];
 
 /// A fixed-bucket histogram: one compare per bucket up to the match, one
 /// increment, one add.
@@ -253,7 +255,10 @@ mod tests {
         assert_eq!((m.handled(), m.timeouts()), (3, 1));
         let mut p = PromText::default();
         p.by_status("r_total", &[("service", "/q\"\\/")], &m.responses);
-        assert_eq!(p.out, "r_total{service=\"/q\\\"\\\\/\",status=\"OK\"} 2\nr_total{service=\"/q\\\"\\\\/\",status=\"OTHER\"} 1\n");
+        assert_eq!(
+            p.out,
+            "r_total{service=\"/q\\\"\\\\/\",status=\"OK\"} 2\nr_total{service=\"/q\\\"\\\\/\",status=\"OTHER\"} 1\n"
+        );
     }
 
     #[test]

@@ -74,14 +74,22 @@ pub fn random_bytes(buf: &mut [u8]) {
 pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 { v as u64 } else { 100 }
+    if v > 0 {
+        v as u64
+    } else {
+        100
+    }
 }
 
 /// Bytes per memory page, the unit of /proc/self/statm.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 { v as u64 } else { 4096 }
+    if v > 0 {
+        v as u64
+    } else {
+        4096
+    }
 }
 
 /// Bytes received on a socket and not read yet (FIONREAD); 0 on error.
@@ -92,7 +100,11 @@ pub fn bytes_waiting(fd: std::os::fd::RawFd) -> usize {
     // SAFETY: FIONREAD writes one c_int through the pointer, which points
     // to a live local; an fd that is not a socket just makes it fail.
     let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    if r == 0 && n > 0 { n as usize } else { 0 }
+    if r == 0 && n > 0 {
+        n as usize
+    } else {
+        0
+    }
 }
 
 /// Returns the heap's free memory to the system (glibc's `malloc_trim`):

@@ -215,7 +215,10 @@ impl Core {
         };
         if self.instances.get(&id).is_some_and(over) {
             let max = self.limits.max_subscriptions;
-            return Err((Status::InvalidArgument, format!("this instance already holds {max} subscriptions (core.max_subscriptions)")));
+            return Err((
+                Status::InvalidArgument,
+                format!("this instance already holds {max} subscriptions (core.max_subscriptions)"),
+            ));
         }
         let key = self.registry.subscribe(&full, id);
         if let Some(inst) = self.instances.get_mut(&id) {
@@ -258,10 +261,14 @@ impl Core {
             Ok(())
         };
         if s.trans_id.instance_id() != id || s.trans_id.node_id() != self.limits.node_id {
-            return fail(self, Status::Malformed, format!(
-                "trans_id {} is not stamped with this instance (node {}, instance {id}); see PROTOCOL.md 2.2",
-                s.trans_id, self.limits.node_id
-            ));
+            return fail(
+                self,
+                Status::Malformed,
+                format!(
+                    "trans_id {} is not stamped with this instance (node {}, instance {id}); see PROTOCOL.md 2.2",
+                    s.trans_id, self.limits.node_id
+                ),
+            );
         }
         if self.inflight.contains_key(&s.trans_id) {
             return fail(self, Status::Malformed, format!("trans_id {} is already in flight", s.trans_id));
@@ -331,14 +338,31 @@ impl Core {
                 if !rerouted {
                     let timer = self.arm_timer(r.trans_id, r.deadline);
                     let accepted = accepted_at(r.deadline, timeout_ms);
-                    self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest: 0, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags, held: Held::No });
+                    self.inflight.insert(
+                        r.trans_id,
+                        InFlight {
+                            sender: r.sender,
+                            dest: 0,
+                            deadline: r.deadline,
+                            accepted,
+                            timeout_ms,
+                            timer,
+                            flags: r.flags,
+                            held: Held::No,
+                        },
+                    );
                 } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
                     f.dest = 0;
                 }
                 self.park(r.to_owned(None));
                 return;
             }
-            return self.fail(r, rerouted, Status::NoService, format!("no service subscribes a pattern matching '{}'", r.name));
+            return self.fail(
+                r,
+                rerouted,
+                Status::NoService,
+                format!("no service subscribes a pattern matching '{}'", r.name),
+            );
         };
         let clustered = self.cluster.is_some();
         let Some(dest) = select(entry, how, &self.instances, clustered, local_only) else {
@@ -369,7 +393,19 @@ impl Core {
         } else {
             let timer = self.arm_timer(r.trans_id, r.deadline);
             let accepted = accepted_at(r.deadline, timeout_ms);
-            self.inflight.insert(r.trans_id, InFlight { sender: r.sender, dest, deadline: r.deadline, accepted, timeout_ms, timer, flags: r.flags, held: Held::No });
+            self.inflight.insert(
+                r.trans_id,
+                InFlight {
+                    sender: r.sender,
+                    dest,
+                    deadline: r.deadline,
+                    accepted,
+                    timeout_ms,
+                    timer,
+                    flags: r.flags,
+                    held: Held::No,
+                },
+            );
         }
         let node = self.limits.node_id;
         if deliver_now {
@@ -549,7 +585,16 @@ impl Core {
             }
             bump(&inst.metrics.received);
             let timer = self.arm_timer(tid, deadline);
-            let f = InFlight { sender: id, dest, deadline, accepted: now, timeout_ms: timeout, timer, flags: REQUEST_MCAST, held: Held::No };
+            let f = InFlight {
+                sender: id,
+                dest,
+                deadline,
+                accepted: now,
+                timeout_ms: timeout,
+                timer,
+                flags: REQUEST_MCAST,
+                held: Held::No,
+            };
             self.inflight.insert(tid, f);
             self.stats.requests += 1;
             if deliver_now {

@@ -198,7 +198,10 @@ impl Core {
         let id = self.new_id();
         let (prefix, options, metrics, origin, label, pi, pc, tc) = if token.is_empty() {
             if !self.limits.allow_unmanaged {
-                return Err((Status::Unauthorized, "unmanaged instances are refused (core.allow_unmanaged = false)".into()));
+                return Err((
+                    Status::Unauthorized,
+                    "unmanaged instances are refused (core.allow_unmanaged = false)".into(),
+                ));
             }
             if !prefix.starts_with('/') {
                 return Err((Status::InvalidArgument, format!("unmanaged prefix '{prefix}' must start with '/'")));
@@ -213,7 +216,10 @@ impl Core {
                 return Err((Status::Unauthorized, "unknown token: this process was not started by this core".into()));
             };
             if slot.retiring {
-                return Err((Status::ShuttingDown, format!("{} process {} is being stopped", slot.prefix, slot.process_index)));
+                return Err((
+                    Status::ShuttingDown,
+                    format!("{} process {} is being stopped", slot.prefix, slot.process_index),
+                ));
             }
             let Some(thread) = slot.threads.get_mut(thread_index as usize) else {
                 return Err((
@@ -327,7 +333,12 @@ impl Core {
                     cumulo_proto::encode_return(
                         b,
                         cumulo_proto::kind::RESPONSE,
-                        &cumulo_proto::Return { trans_id: *tid, status: status.code(), response_info: info, response: body },
+                        &cumulo_proto::Return {
+                            trans_id: *tid,
+                            status: status.code(),
+                            response_info: info,
+                            response: body,
+                        },
                     )
                 });
             }
@@ -396,8 +407,7 @@ impl Core {
             // sender (a tool idle between calls) is left alone.
             let serves = !inst.subscriptions.is_empty() || !inst.delivered.is_empty();
             let silent = serves && inst.silent_rounds >= HUNG_AFTER_ROUNDS;
-            let busy_in_time =
-                inst.delivered.iter().any(|t| self.inflight.get(t).is_some_and(|f| f.deadline > now));
+            let busy_in_time = inst.delivered.iter().any(|t| self.inflight.get(t).is_some_and(|f| f.deadline > now));
             if silent && !busy_in_time {
                 hung.push(inst.id);
             }

@@ -202,7 +202,10 @@ pub enum OpError {
     /// It cannot be done in the service's current state.
     Conflict(String),
     /// A field's value is not allowed.
-    Invalid { field: String, reason: String },
+    Invalid {
+        field: String,
+        reason: String,
+    },
 }
 
 /// Options of a running service that may change without restarting it
@@ -434,7 +437,8 @@ impl Supervisor {
                 slot.restart.notify_one();
                 let limit = {
                     let c = svc.config();
-                    Duration::from_millis(c.timeout_terminate as u64 + c.timeout_init as u64 + c.restart_delay as u64) + 2 * KILL_GRACE
+                    Duration::from_millis(c.timeout_terminate as u64 + c.timeout_init as u64 + c.restart_delay as u64)
+                        + 2 * KILL_GRACE
                 };
                 let settled = |s: &SlotState| {
                     (s.generation > before && s.state != ProcState::Starting) || s.state == ProcState::Stopped
@@ -472,8 +476,13 @@ impl Supervisor {
         crate::config::validate_service(&format!("service {id} ({})", svc.prefix), &new)
             .map_err(|(field, reason)| OpError::Invalid { field, reason })?;
         if new.count_process > old.count_process {
-            let busy: Vec<u32> =
-                svc.slots.borrow().keys().copied().filter(|i| (old.count_process..new.count_process).contains(i)).collect();
+            let busy: Vec<u32> = svc
+                .slots
+                .borrow()
+                .keys()
+                .copied()
+                .filter(|i| (old.count_process..new.count_process).contains(i))
+                .collect();
             if !busy.is_empty() {
                 return Err(OpError::Conflict(format!(
                     "process slots {busy:?} of service {id} are still stopping from an earlier change; try again when they are gone"
@@ -489,7 +498,10 @@ impl Supervisor {
             self.start_slot(&svc, index);
         }
         if new.count_process < old.count_process {
-            let why = format!("process of service {id} ({}) was stopped (count_process lowered) before handling the request", svc.prefix);
+            let why = format!(
+                "process of service {id} ({}) was stopped (count_process lowered) before handling the request",
+                svc.prefix
+            );
             let mut core = self.core.borrow_mut();
             for slot in svc.slots.borrow().values().filter(|s| s.index >= new.count_process) {
                 slot.retired.set(true);
@@ -643,11 +655,8 @@ impl Supervisor {
 
     fn spawn(&self, svc: &Service, cfg: &ServiceConfig, index: u32, token: &str) -> std::io::Result<Child> {
         let path = cfg.path.as_deref().unwrap_or_default();
-        let program: PathBuf = if path.contains('/') && !path.starts_with('/') {
-            self.base_dir.join(path)
-        } else {
-            PathBuf::from(path)
-        };
+        let program: PathBuf =
+            if path.contains('/') && !path.starts_with('/') { self.base_dir.join(path) } else { PathBuf::from(path) };
         let dir = match &cfg.dir {
             Some(d) if d.is_absolute() => d.clone(),
             Some(d) => self.base_dir.join(d),
@@ -688,18 +697,20 @@ impl Supervisor {
                 child_fds = theirs;
             }
         }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
         crate::os::die_with_parent(&mut cmd);
         let mut child = cmd.spawn()?;
         drop(child_fds); // the child's ends of CloudI socket pairs, in the core
         for (thread_index, sock) in cloudi_sockets.into_iter().enumerate() {
             sock.set_nonblocking(true)?;
             let stream = tokio::net::UnixStream::from_std(sock)?;
-            let task = crate::cloudi::connection::run(self.core.clone(), stream, Rc::from(token), thread_index as u32, svc.prefix.clone());
+            let task = crate::cloudi::connection::run(
+                self.core.clone(),
+                stream,
+                Rc::from(token),
+                thread_index as u32,
+                svc.prefix.clone(),
+            );
             tokio::task::spawn_local(task);
         }
         let pid = child.id();
@@ -718,7 +729,15 @@ impl Supervisor {
 
     /// Waits for a process: its init (every thread connected within
     /// timeout_init), then its exit, a stop or a restart request.
-    async fn watch(&self, svc: &Service, slot: &Slot, cfg: &ServiceConfig, token: &str, mut child: Child, ready: Rc<Notify>) -> Outcome {
+    async fn watch(
+        &self,
+        svc: &Service,
+        slot: &Slot,
+        cfg: &ServiceConfig,
+        token: &str,
+        mut child: Child,
+        ready: Rc<Notify>,
+    ) -> Outcome {
         let index = slot.index;
         let init = Duration::from_millis(cfg.timeout_init as u64);
         tokio::select! {
@@ -770,7 +789,8 @@ impl Supervisor {
         slot.set(ProcState::Stopping, false);
         let terminate_ms = svc.options.borrow().timeout_terminate;
         tracing::info!(service = %svc.prefix, service_id = svc.id, process = index, "stopping process {index} ({why}): TERMINATE, {terminate_ms} ms to finish");
-        let lost = format!("process {index} of service {} ({}) stopped before handling the request", svc.id, svc.prefix);
+        let lost =
+            format!("process {index} of service {} ({}) stopped before handling the request", svc.id, svc.prefix);
         self.core.borrow_mut().retire_process(token, terminate_ms, &lost);
         let grace = Duration::from_millis(terminate_ms as u64);
         if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
@@ -857,7 +877,13 @@ fn log_exit(svc: &Service, index: u32, status: Option<ExitStatus>) {
     }
 }
 
-async fn log_lines<R: tokio::io::AsyncRead + Unpin>(r: R, prefix: Rc<str>, service_id: ServiceId, index: u32, stderr: bool) {
+async fn log_lines<R: tokio::io::AsyncRead + Unpin>(
+    r: R,
+    prefix: Rc<str>,
+    service_id: ServiceId,
+    index: u32,
+    stderr: bool,
+) {
     let mut lines = BufReader::new(r).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if stderr {

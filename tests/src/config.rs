@@ -102,11 +102,7 @@ impl Service {
             t.push('\n');
         }
         if !self.env.is_empty() {
-            let pairs: Vec<String> = self
-                .env
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", q(v)))
-                .collect();
+            let pairs: Vec<String> = self.env.iter().map(|(k, v)| format!("{k} = {}", q(v))).collect();
             t.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
         }
         t

@@ -19,10 +19,7 @@ pub fn cumulo_bin() -> PathBuf {
         assert!(p.is_file(), "CUMULO_BIN={} is not a file", p.display());
         return p;
     }
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let target = match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
         Some(t) if t.is_absolute() => t,
         Some(t) => ws.join(t),
@@ -64,11 +61,7 @@ impl TempDir {
     pub fn new() -> TempDir {
         static N: AtomicU32 = AtomicU32::new(0);
         let base = std::env::temp_dir();
-        let base = if base.as_os_str().len() > 60 {
-            PathBuf::from("/tmp")
-        } else {
-            base
-        };
+        let base = if base.as_os_str().len() > 60 { PathBuf::from("/tmp") } else { base };
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = base.join(format!("cumulo-e2e-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -129,10 +122,7 @@ impl Core {
             // between fork and exec.
             unsafe {
                 cmd.pre_exec(move || {
-                    let lim = libc::rlimit {
-                        rlim_cur: n,
-                        rlim_max: n,
-                    };
+                    let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
                     if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -151,15 +141,7 @@ impl Core {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", cumulo_bin().display()));
         let pid = child.id();
-        let mut core = Core {
-            dir,
-            socket,
-            config_path,
-            log_path,
-            pid,
-            child: Some(child),
-            exit: None,
-        };
+        let mut core = Core { dir, socket, config_path, log_path, pid, child: Some(child), exit: None };
         core.wait_socket();
         core
     }
@@ -199,11 +181,7 @@ impl Core {
     /// Waits until `name` answers a request sent with WAIT_FOR_SERVICE.
     pub fn wait_service(&self, name: &str) {
         let mut api = self.client_with_prefix("/probe/");
-        let o = SendOptions {
-            timeout: START_TIMEOUT.as_millis() as u32,
-            wait_for_service: true,
-            ..Default::default()
-        };
+        let o = SendOptions { timeout: START_TIMEOUT.as_millis() as u32, wait_for_service: true, ..Default::default() };
         if let Err(e) = api.send_sync(name, b"", b"probe", o) {
             panic!("{name} did not answer at start: {e}; log:\n{}", self.log());
         }
@@ -216,11 +194,7 @@ impl Core {
 
     /// Log lines containing every one of `needles`.
     pub fn lines_with(&self, needles: &[&str]) -> Vec<String> {
-        self.log()
-            .lines()
-            .filter(|l| needles.iter().all(|n| l.contains(n)))
-            .map(String::from)
-            .collect()
+        self.log().lines().filter(|l| needles.iter().all(|n| l.contains(n))).map(String::from).collect()
     }
 
     /// Waits until at least `n` log lines contain every one of `needles`.
@@ -251,14 +225,7 @@ impl Core {
     pub fn service_pids(&self) -> Vec<u32> {
         self.lines_with(&["started (pid "])
             .iter()
-            .filter_map(|l| {
-                l.split("started (pid ")
-                    .nth(1)?
-                    .split(')')
-                    .next()?
-                    .parse()
-                    .ok()
-            })
+            .filter_map(|l| l.split("started (pid ").nth(1)?.split(')').next()?.parse().ok())
             .collect()
     }
 
@@ -286,11 +253,7 @@ impl Core {
             .output()
             .expect("run cumulo");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "cumulo {args:?} failed: {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "cumulo {args:?} failed: {text}{}", String::from_utf8_lossy(&out.stderr));
         text
     }
 
@@ -333,11 +296,7 @@ impl Drop for Core {
             self.wait_exit(Duration::from_secs(5));
         }
         if std::thread::panicking() {
-            eprintln!(
-                "---- core log ({}) ----\n{}",
-                self.log_path.display(),
-                self.log()
-            );
+            eprintln!("---- core log ({}) ----\n{}", self.log_path.display(), self.log());
         }
     }
 }

@@ -30,9 +30,7 @@ macro_rules! ts {
 pub fn status<T>(r: &cumulo::Result<T>) -> Status {
     match r {
         Ok(_) => Status::Ok,
-        Err(e) => e
-            .status()
-            .unwrap_or_else(|| panic!("not a status error: {e}")),
+        Err(e) => e.status().unwrap_or_else(|| panic!("not a status error: {e}")),
     }
 }
 
@@ -41,27 +39,17 @@ pub fn info(buf: &[u8]) -> HashMap<String, String> {
     cumulo::info::parse_all(buf)
         .expect("well-formed response_info")
         .into_iter()
-        .map(|(k, v)| {
-            (
-                String::from_utf8_lossy(k).into_owned(),
-                String::from_utf8_lossy(v).into_owned(),
-            )
-        })
+        .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v).into_owned()))
         .collect()
 }
 
 /// One value of a response_info, as the test_service reports it.
 pub fn field(r: &Response, key: &str) -> String {
-    info(&r.info)
-        .remove(key)
-        .unwrap_or_else(|| panic!("no '{key}' in response_info {:?}", info(&r.info)))
+    info(&r.info).remove(key).unwrap_or_else(|| panic!("no '{key}' in response_info {:?}", info(&r.info)))
 }
 
 pub fn opts(timeout_ms: u32) -> SendOptions {
-    SendOptions {
-        timeout: timeout_ms,
-        ..Default::default()
-    }
+    SendOptions { timeout: timeout_ms, ..Default::default() }
 }
 
 pub fn ms(n: u64) -> Duration {

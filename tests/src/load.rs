@@ -91,10 +91,7 @@ impl Load {
     /// before would fail that first request, and the run with it.
     pub fn wait_running(&self) {
         let deadline = Instant::now() + EXIT_SLACK;
-        while !std::fs::read_to_string(&self.err)
-            .unwrap_or_default()
-            .contains("req/s")
-        {
+        while !std::fs::read_to_string(&self.err).unwrap_or_default().contains("req/s") {
             assert!(
                 Instant::now() < deadline,
                 "cumulo bench to {} did not start within {EXIT_SLACK:?}: {}",
@@ -146,9 +143,7 @@ impl Drop for Load {
 }
 
 fn n(v: &Value, key: &str) -> u64 {
-    v[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no number '{key}' in {v}"))
+    v[key].as_u64().unwrap_or_else(|| panic!("no number '{key}' in {v}"))
 }
 
 impl LoadReport {
@@ -180,11 +175,7 @@ impl LoadReport {
                 timeouts: n(t, "timeouts"),
             })
             .collect();
-        LoadReport {
-            name: name.to_string(),
-            totals,
-            ticks,
-        }
+        LoadReport { name: name.to_string(), totals, ticks }
     }
 
     /// Every request is accounted for, and none was left without an answer
@@ -194,23 +185,9 @@ impl LoadReport {
         let t = &self.totals;
         assert!(t.sent > 0, "{}: nothing was sent: {t:?}", self.name);
         assert_eq!(t.due, t.sent + t.not_sent, "{}: {t:?}", self.name);
-        assert_eq!(
-            t.sent,
-            t.ok + t.errors + t.timed_out + t.unanswered,
-            "{}: {t:?}",
-            self.name
-        );
-        assert_eq!(
-            t.errors,
-            t.errors_by_kind.values().sum::<u64>(),
-            "{}: {t:?}",
-            self.name
-        );
-        assert_eq!(
-            t.unanswered, 0,
-            "{}: requests left without an answer past their timeout: {t:?}",
-            self.name
-        );
+        assert_eq!(t.sent, t.ok + t.errors + t.timed_out + t.unanswered, "{}: {t:?}", self.name);
+        assert_eq!(t.errors, t.errors_by_kind.values().sum::<u64>(), "{}: {t:?}", self.name);
+        assert_eq!(t.unanswered, 0, "{}: requests left without an answer past their timeout: {t:?}", self.name);
     }
 
     /// Errors of a kind (`CRASHED`, `NO_SERVICE`, ...).
@@ -221,12 +198,7 @@ impl LoadReport {
     /// Asserts every error is of one of `kinds`.
     pub fn assert_error_kinds(&self, kinds: &[&str]) {
         for k in self.totals.errors_by_kind.keys() {
-            assert!(
-                kinds.contains(&k.as_str()),
-                "{}: unexpected error kind {k}: {:?}",
-                self.name,
-                self.totals
-            );
+            assert!(kinds.contains(&k.as_str()), "{}: unexpected error kind {k}: {:?}", self.name, self.totals);
         }
     }
 }

@@ -66,21 +66,12 @@ impl Body {
 }
 
 pub fn hello(version: u16, window: u32, token: &str, prefix: &str) -> Vec<u8> {
-    Body::new()
-        .u16(version)
-        .u32(window)
-        .u32(0)
-        .str(token)
-        .str(prefix)
-        .frame(HELLO)
+    Body::new().u16(version).u32(window).u32(0).str(token).str(prefix).frame(HELLO)
 }
 
 /// A trans_id stamped with (node, instance), PROTOCOL.md 2.2.
 pub fn trans_id(node: u32, instance: u32) -> [u8; 16] {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
     let mut t = [0u8; 16];
     t[..8].copy_from_slice(&nanos.to_be_bytes());
     t[8..12].copy_from_slice(&node.to_be_bytes());
@@ -89,24 +80,11 @@ pub fn trans_id(node: u32, instance: u32) -> [u8; 16] {
 }
 
 pub fn send(ty: u8, tid: &[u8; 16], timeout: u32, name: &str, body: &[u8]) -> Vec<u8> {
-    Body::new()
-        .raw(tid)
-        .u32(timeout)
-        .u8(0)
-        .u8(0)
-        .str(name)
-        .bytes(b"")
-        .bytes(body)
-        .frame(ty)
+    Body::new().raw(tid).u32(timeout).u8(0).u8(0).str(name).bytes(b"").bytes(body).frame(ty)
 }
 
 pub fn ret(tid: &[u8; 16], status: u16, body: &[u8]) -> Vec<u8> {
-    Body::new()
-        .raw(tid)
-        .u16(status)
-        .bytes(b"")
-        .bytes(body)
-        .frame(RETURN)
+    Body::new().raw(tid).u16(status).bytes(b"").bytes(body).frame(RETURN)
 }
 
 /// A bounds-checked reader over a frame body.
@@ -181,10 +159,7 @@ pub struct Raw {
 
 impl Raw {
     pub fn connect(socket: &Path) -> Raw {
-        Raw {
-            stream: UnixStream::connect(socket).expect("connect to the core"),
-            buf: Vec::new(),
-        }
+        Raw { stream: UnixStream::connect(socket).expect("connect to the core"), buf: Vec::new() }
     }
 
     pub fn write(&mut self, bytes: &[u8]) {
@@ -217,9 +192,7 @@ impl Raw {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Got::Closed,
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    return Got::Nothing
-                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return Got::Nothing,
                 Err(e) if e.kind() == ErrorKind::ConnectionReset => return Got::Closed,
                 Err(e) => panic!("read from the core: {e}"),
             }
@@ -253,14 +226,7 @@ impl Raw {
         let _prio = c.u8();
         let keepalive = c.u32();
         let prefix = c.str();
-        Welcome {
-            node_id,
-            instance_id,
-            window,
-            max_frame,
-            keepalive,
-            prefix,
-        }
+        Welcome { node_id, instance_id, window, max_frame, keepalive, prefix }
     }
 
     /// SUBSCRIBE and its REPLY's status.
@@ -304,11 +270,5 @@ pub fn parse_request(b: &[u8]) -> Request {
     let _pattern = c.str();
     let _info = c.bytes();
     let body = c.bytes();
-    Request {
-        trans_id,
-        timeout,
-        priority,
-        name,
-        body,
-    }
+    Request { trans_id, timeout, priority, name, body }
 }

@@ -42,7 +42,9 @@ const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
 pub fn check_filter(filter: &str) -> Result<(), String> {
     let directives: Vec<&str> = filter.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
     if directives.is_empty() {
-        return Err("empty log level: give one of off, error, warn, info, debug, trace (or TARGET=LEVEL directives)".into());
+        return Err(
+            "empty log level: give one of off, error, warn, info, debug, trace (or TARGET=LEVEL directives)".into()
+        );
     }
     for d in directives {
         let (target, level) = match d.split_once('=') {
@@ -71,7 +73,9 @@ mod tests {
         for ok in ["debug", "WARN", "info,cumulo_core::routing=trace", "service=off, info"] {
             assert!(check_filter(ok).is_ok(), "{ok}");
         }
-        for (bad, why) in [("", "empty"), ("loud", "not a log level"), ("a b=info", "not a target"), ("x=verbose", "not a log level")] {
+        for (bad, why) in
+            [("", "empty"), ("loud", "not a log level"), ("a b=info", "not a target"), ("x=verbose", "not a log level")]
+        {
             let e = check_filter(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }

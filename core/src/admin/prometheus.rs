@@ -33,7 +33,13 @@ pub fn render(ctx: &AdminContext) -> String {
         })
         .collect();
     let (instances, queued) = load.get(&None).copied().unwrap_or_default();
-    series.push(Series { prefix: "unmanaged".into(), id: "unmanaged".into(), metrics: core.unmanaged_metrics.clone(), instances, queued });
+    series.push(Series {
+        prefix: "unmanaged".into(),
+        id: "unmanaged".into(),
+        metrics: core.unmanaged_metrics.clone(),
+        instances,
+        queued,
+    });
 
     let mut p = PromText::default();
     macro_rules! per_service {
@@ -44,9 +50,21 @@ pub fn render(ctx: &AdminContext) -> String {
             }
         };
     }
-    per_service!("cumulo_requests_received_total", "counter", "Requests routed to the service's instances (delivered or queued).", |s| s.metrics.received.get());
-    per_service!("cumulo_requests_sent_total", "counter", "Requests the service's instances sent.", |s| s.metrics.sent.get());
-    p.header("cumulo_responses_total", "counter", "Answers the service's instances returned, by the status they returned.");
+    per_service!(
+        "cumulo_requests_received_total",
+        "counter",
+        "Requests routed to the service's instances (delivered or queued).",
+        |s| s.metrics.received.get()
+    );
+    per_service!("cumulo_requests_sent_total", "counter", "Requests the service's instances sent.", |s| s
+        .metrics
+        .sent
+        .get());
+    p.header(
+        "cumulo_responses_total",
+        "counter",
+        "Answers the service's instances returned, by the status they returned.",
+    );
     for s in &series {
         p.by_status("cumulo_responses_total", &s.labels(), &s.metrics.responses);
     }
@@ -58,10 +76,23 @@ pub fn render(ctx: &AdminContext) -> String {
     for s in &series {
         p.by_status("cumulo_request_errors_total", &s.labels(), &s.metrics.errors);
     }
-    per_service!("cumulo_request_timeouts_total", "counter", "Requests routed to the service that timed out.", |s| s.metrics.timeouts());
-    per_service!("cumulo_queue_depth", "gauge", "Requests waiting in the core for one of the service's instances.", |s| s.queued);
-    per_service!("cumulo_instances_up", "gauge", "Instances (connections) of the service connected now.", |s| s.instances);
-    per_service!("cumulo_process_restarts_total", "counter", "Processes of the service restarted after they exited.", |s| s.metrics.restarts.get());
+    per_service!("cumulo_request_timeouts_total", "counter", "Requests routed to the service that timed out.", |s| s
+        .metrics
+        .timeouts());
+    per_service!(
+        "cumulo_queue_depth",
+        "gauge",
+        "Requests waiting in the core for one of the service's instances.",
+        |s| s.queued
+    );
+    per_service!("cumulo_instances_up", "gauge", "Instances (connections) of the service connected now.", |s| s
+        .instances);
+    per_service!(
+        "cumulo_process_restarts_total",
+        "counter",
+        "Processes of the service restarted after they exited.",
+        |s| s.metrics.restarts.get()
+    );
     p.header(
         "cumulo_request_duration_seconds",
         "histogram",
@@ -80,12 +111,37 @@ pub fn render(ctx: &AdminContext) -> String {
         p.header(name, kind, help);
         p.sample(name, &[], v);
     };
-    global("cumulo_slow_consumers_total", "counter", "Connections closed because they did not read what the core sent them.", st.slow_consumers);
-    global("cumulo_protocol_errors_total", "counter", "Connections closed for frames that broke the protocol.", st.protocol_errors);
-    global("cumulo_no_service_total", "counter", "Requests refused with NO_SERVICE (no subscriber for the name).", st.no_service);
-    global("cumulo_late_responses_total", "counter", "Answers that arrived after their request had timed out.", st.late);
+    global(
+        "cumulo_slow_consumers_total",
+        "counter",
+        "Connections closed because they did not read what the core sent them.",
+        st.slow_consumers,
+    );
+    global(
+        "cumulo_protocol_errors_total",
+        "counter",
+        "Connections closed for frames that broke the protocol.",
+        st.protocol_errors,
+    );
+    global(
+        "cumulo_no_service_total",
+        "counter",
+        "Requests refused with NO_SERVICE (no subscriber for the name).",
+        st.no_service,
+    );
+    global(
+        "cumulo_late_responses_total",
+        "counter",
+        "Answers that arrived after their request had timed out.",
+        st.late,
+    );
     global("cumulo_requests_in_flight", "gauge", "Requests accepted and not yet answered.", core.inflight.len() as u64);
-    global("cumulo_connections", "gauge", "Instances connected (all services, internal and unmanaged included).", core.instances.len() as u64);
+    global(
+        "cumulo_connections",
+        "gauge",
+        "Instances connected (all services, internal and unmanaged included).",
+        core.instances.len() as u64,
+    );
     global("cumulo_services", "gauge", "Services the supervisor runs.", ctx.supervisor.services().len() as u64);
     p.header("cumulo_build_info", "gauge", "The core's version.");
     p.sample("cumulo_build_info", &[("version", env!("CARGO_PKG_VERSION"))], 1);

@@ -44,7 +44,8 @@ impl ApiError {
         }
         let mut r = json(self.status, &body);
         if self.status == StatusCode::UNAUTHORIZED {
-            r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"cumulo\""));
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"cumulo\""));
         }
         r
     }

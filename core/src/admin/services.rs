@@ -9,8 +9,12 @@ use std::rc::Rc;
 
 pub fn list(ctx: &AdminContext) -> Answer {
     let load = views::load_by_service(&ctx.core.borrow());
-    let all: Vec<Value> =
-        ctx.supervisor.services().iter().map(|s| views::summary(s, load.get(&Some(s.id)).copied().unwrap_or_default())).collect();
+    let all: Vec<Value> = ctx
+        .supervisor
+        .services()
+        .iter()
+        .map(|s| views::summary(s, load.get(&Some(s.id)).copied().unwrap_or_default()))
+        .collect();
     Ok((StatusCode::OK, json!({ "services": all })))
 }
 
@@ -31,7 +35,8 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
     // (invalid_json), apart from a service that fails validation.
     serde_json::from_slice::<serde::de::IgnoredAny>(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
-    let services = crate::config::services_from_json(body).map_err(|(field, reason)| ApiError::invalid(field, reason))?;
+    let services =
+        crate::config::services_from_json(body).map_err(|(field, reason)| ApiError::invalid(field, reason))?;
     let added: Vec<Value> = services
         .into_iter()
         .map(|s| {
@@ -45,23 +50,32 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
 
 pub fn update(ctx: &AdminContext, id: Option<&str>, body: &[u8]) -> Answer {
     let id = service_id(id)?;
-    let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
     let Some(fields) = value.as_object() else {
         return Err(ApiError::bad_request("invalid_json", "expected an object of options to change"));
     };
     if fields.is_empty() {
-        return Err(ApiError::bad_request("invalid_request", format!("nothing to change: give one of {}", ServiceChanges::FIELDS.join(", "))));
+        return Err(ApiError::bad_request(
+            "invalid_request",
+            format!("nothing to change: give one of {}", ServiceChanges::FIELDS.join(", ")),
+        ));
     }
     if let Some(k) = fields.keys().find(|k| !ServiceChanges::FIELDS.contains(&k.as_str())) {
-        let known_key = serde_json::to_value(crate::config::ServiceConfig::default()).ok().is_some_and(|d| d.get(k).is_some());
+        let known_key =
+            serde_json::to_value(crate::config::ServiceConfig::default()).ok().is_some_and(|d| d.get(k).is_some());
         let why = if known_key {
             "cannot change while the service runs: remove the service and add it again".to_string()
         } else {
             "unknown option".to_string()
         };
-        return Err(ApiError::invalid(k.clone(), format!("{why} (live options: {})", ServiceChanges::FIELDS.join(", "))));
+        return Err(ApiError::invalid(
+            k.clone(),
+            format!("{why} (live options: {})", ServiceChanges::FIELDS.join(", ")),
+        ));
     }
-    let changes: ServiceChanges = serde_json::from_value(value).map_err(|e| ApiError::invalid(String::new(), e.to_string()))?;
+    let changes: ServiceChanges =
+        serde_json::from_value(value).map_err(|e| ApiError::invalid(String::new(), e.to_string()))?;
     ctx.supervisor.update(id, &changes)?;
     get(ctx, Some(&id.to_string()))
 }
@@ -80,5 +94,8 @@ pub async fn remove(ctx: &Rc<AdminContext>, id: Option<&str>) -> Answer {
     let svc = ctx.supervisor.get(id)?;
     let processes = svc.slots().len();
     ctx.supervisor.remove(id).await?;
-    Ok((StatusCode::OK, json!({ "id": id, "prefix": &*svc.prefix, "status": "removed", "processes_stopped": processes })))
+    Ok((
+        StatusCode::OK,
+        json!({ "id": id, "prefix": &*svc.prefix, "status": "removed", "processes_stopped": processes }),
+    ))
 }

@@ -21,7 +21,10 @@ pub struct AdminClient {
 impl std::fmt::Debug for AdminClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the token itself: debug output ends up in logs.
-        f.debug_struct("AdminClient").field("url", &self.url).field("token", &self.token.as_ref().map(|_| "***")).finish()
+        f.debug_struct("AdminClient")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish()
     }
 }
 
@@ -51,11 +54,12 @@ impl AdminClient {
         if host_port.contains('/') || host_port.is_empty() {
             return Err(format!("admin URL {url}: expected http://HOST:PORT, e.g. http://127.0.0.1:7311"));
         }
-        let host_port = if host_port.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) && !host_port.ends_with(']') {
-            host_port.to_string()
-        } else {
-            format!("{host_port}:80")
-        };
+        let host_port =
+            if host_port.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) && !host_port.ends_with(']') {
+                host_port.to_string()
+            } else {
+                format!("{host_port}:80")
+            };
         Ok(AdminClient { url: format!("http://{host_port}"), host_port, token })
     }
 
@@ -79,13 +83,15 @@ impl AdminClient {
                 self.url
             )
         };
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(&self.host_port)).await {
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(&self.host_port)).await
+        {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(unreachable(&e)),
             Err(_) => return Err(unreachable(&format!("no connection within {CONNECT_TIMEOUT:?}"))),
         };
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| unreachable(&e))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| unreachable(&e))?;
         let driver = tokio::spawn(conn);
         let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default()).unwrap_or_default();
         let mut req = Request::builder()
@@ -100,9 +106,17 @@ impl AdminClient {
             req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
         }
         let req = req.body(Full::new(Bytes::from(bytes))).map_err(|e| e.to_string())?;
-        let resp = sender.send_request(req).await.map_err(|e| format!("the admin API at {} broke off the call: {e}", self.url))?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(|e| format!("the admin API at {} broke off the call: {e}", self.url))?;
         let status = resp.status().as_u16();
-        let body = resp.into_body().collect().await.map_err(|e| format!("reading the answer of {}: {e}", self.url))?.to_bytes();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("reading the answer of {}: {e}", self.url))?
+            .to_bytes();
         driver.abort();
         Ok(Reply { status, body: body.to_vec() })
     }

@@ -114,13 +114,20 @@ pub fn client(a: &AdminArgs) -> Result<AdminClient, String> {
     let url = match (&a.admin, &from_file) {
         (Some(u), _) => u.clone(),
         (None, Some(cfg)) if !cfg.enabled() => {
-            return Err(format!("{}: [admin] port = 0, so that core has no admin API", a.config.as_ref().unwrap().display()))
+            return Err(format!(
+                "{}: [admin] port = 0, so that core has no admin API",
+                a.config.as_ref().unwrap().display()
+            ))
         }
         (None, Some(cfg)) => {
             let mut addr = cfg.socket_addr();
             if addr.ip().is_unspecified() {
                 // Listening on every address: loopback reaches it.
-                addr.set_ip(if addr.is_ipv4() { std::net::Ipv4Addr::LOCALHOST.into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+                addr.set_ip(if addr.is_ipv4() {
+                    std::net::Ipv4Addr::LOCALHOST.into()
+                } else {
+                    std::net::Ipv6Addr::LOCALHOST.into()
+                });
             }
             format!("http://{addr}")
         }
@@ -166,7 +173,11 @@ pub fn services(a: &AdminArgs, cmd: ServicesCommand) -> Outcome {
             }
             let lines: Vec<String> = v["services"]
                 .as_array()
-                .map(|s| s.iter().map(|s| format!("added service {} ({})", s["id"], s["prefix"].as_str().unwrap_or(""))).collect())
+                .map(|s| {
+                    s.iter()
+                        .map(|s| format!("added service {} ({})", s["id"], s["prefix"].as_str().unwrap_or("")))
+                        .collect()
+                })
                 .unwrap_or_default();
             Ok(lines.join("\n") + "\n")
         }
@@ -186,7 +197,11 @@ pub fn services(a: &AdminArgs, cmd: ServicesCommand) -> Outcome {
             if a.json() {
                 return Ok(pretty(&v));
             }
-            Ok(format!("removed service {id} ({}): {} processes stopped\n", v["prefix"].as_str().unwrap_or(""), v["processes_stopped"]))
+            Ok(format!(
+                "removed service {id} ({}): {} processes stopped\n",
+                v["prefix"].as_str().unwrap_or(""),
+                v["processes_stopped"]
+            ))
         }
         ServicesCommand::Restart { id } => {
             let v = call(&c, Method::POST, &format!("/v1/services/{id}/restart"), None)?;
@@ -262,7 +277,10 @@ fn services_table(v: &Value) -> String {
             ]
         })
         .collect();
-    table::render(&["ID", "PREFIX", "KIND", "STATUS", "PROCESSES", "THREADS", "INSTANCES", "RESTARTS", "HANDLED", "PROGRAM"], &rows)
+    table::render(
+        &["ID", "PREFIX", "KIND", "STATUS", "PROCESSES", "THREADS", "INSTANCES", "RESTARTS", "HANDLED", "PROGRAM"],
+        &rows,
+    )
 }
 
 /// `cumulo nodes`: this node and the others of its cloud, one per line.
@@ -308,7 +326,8 @@ pub fn nodes(a: &AdminArgs) -> Outcome {
         ),
         _ => "a single node (no [cluster] section)\n".into(),
     };
-    Ok(head + &table::render(&["NODE", "NODE_ID", "STATE", "HEARTBEAT", "PATTERNS", "SUBSCRIPTIONS", "IN_FLIGHT"], &rows))
+    Ok(head
+        + &table::render(&["NODE", "NODE_ID", "STATE", "HEARTBEAT", "PATTERNS", "SUBSCRIPTIONS", "IN_FLIGHT"], &rows))
 }
 
 pub fn status(a: &AdminArgs) -> Outcome {
@@ -370,13 +389,16 @@ pub fn log_level(a: &AdminArgs, level: &str) -> Outcome {
 /// as the core does for its own config file.
 pub fn services_from_toml_file(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))?;
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let base = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
     let mut items: Vec<toml::Table> = match table.get("service") {
         Some(toml::Value::Array(a)) => a
             .iter()
-            .map(|v| v.as_table().cloned().ok_or_else(|| format!("{}: every [[service]] must be a table", path.display())))
+            .map(|v| {
+                v.as_table().cloned().ok_or_else(|| format!("{}: every [[service]] must be a table", path.display()))
+            })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(format!("{}: 'service' must be written [[service]]", path.display())),
         None if table.contains_key("prefix") => vec![table.clone()],

@@ -9,8 +9,9 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
             width[i] = width[i].max(cell.chars().count());
         }
     }
-    let numeric: Vec<bool> =
-        (0..cols).map(|i| !rows.is_empty() && rows.iter().all(|r| r.get(i).is_some_and(|c| c.parse::<f64>().is_ok()))).collect();
+    let numeric: Vec<bool> = (0..cols)
+        .map(|i| !rows.is_empty() && rows.iter().all(|r| r.get(i).is_some_and(|c| c.parse::<f64>().is_ok())))
+        .collect();
     let line = |cells: Vec<&str>| {
         let mut out = String::new();
         for (i, cell) in cells.iter().enumerate() {

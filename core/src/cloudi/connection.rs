@@ -197,7 +197,14 @@ fn next_message(data: &[u8], max: usize) -> Result<Option<usize>, String> {
 }
 
 impl Adapter {
-    fn new(id: InstanceId, label: String, ids: TransIdGen, timeout_async: u32, max_kept: usize, out: Vec<u8>) -> Adapter {
+    fn new(
+        id: InstanceId,
+        label: String,
+        ids: TransIdGen,
+        timeout_async: u32,
+        max_kept: usize,
+        out: Vec<u8>,
+    ) -> Adapter {
         let now = Instant::now();
         Adapter {
             id,
@@ -332,15 +339,23 @@ impl Adapter {
                 self.release();
             }
             ApiMessage::Keepalive => {}
-            ApiMessage::Subscribe(p) => {
-                handle(c, Frame::Subscribe(cumulo_proto::Control { req_id: REQ_SUBSCRIBE, pattern: utf8(&p, "pattern")? }))?
-            }
-            ApiMessage::Unsubscribe(p) => {
-                handle(c, Frame::Unsubscribe(cumulo_proto::Control { req_id: REQ_UNSUBSCRIBE, pattern: utf8(&p, "pattern")? }))?
-            }
+            ApiMessage::Subscribe(p) => handle(
+                c,
+                Frame::Subscribe(cumulo_proto::Control { req_id: REQ_SUBSCRIBE, pattern: utf8(&p, "pattern")? }),
+            )?,
+            ApiMessage::Unsubscribe(p) => handle(
+                c,
+                Frame::Unsubscribe(cumulo_proto::Control { req_id: REQ_UNSUBSCRIBE, pattern: utf8(&p, "pattern")? }),
+            )?,
             ApiMessage::SubscribeCount(p) => {
                 self.wait(Waiting::Count)?;
-                handle(c, Frame::SubscribeCount(cumulo_proto::Control { req_id: REQ_SUBSCRIBE_COUNT, pattern: utf8(&p, "pattern")? }))?
+                handle(
+                    c,
+                    Frame::SubscribeCount(cumulo_proto::Control {
+                        req_id: REQ_SUBSCRIBE_COUNT,
+                        pattern: utf8(&p, "pattern")?,
+                    }),
+                )?
             }
             ApiMessage::SendAsync(s) => {
                 let tid = self.ids.next();
@@ -381,7 +396,12 @@ impl Adapter {
                 self.answer_recv();
             }
             ApiMessage::Shutdown(reason) => {
-                tracing::info!(instance = id, "{} asked to shut down: {}", self.label, String::from_utf8_lossy(&reason));
+                tracing::info!(
+                    instance = id,
+                    "{} asked to shut down: {}",
+                    self.label,
+                    String::from_utf8_lossy(&reason)
+                );
                 handle(c, Frame::Goodbye)?;
             }
         }
@@ -478,7 +498,8 @@ impl Adapter {
                 Ok(Some(t)) => t,
                 _ => return Err("internal error: a partial frame in the outbox".into()),
             };
-            let frame = cumulo_proto::decode(&batch[at + cumulo_proto::LEN_PREFIX..at + total]).map_err(|e| format!("internal error: {e}"))?;
+            let frame = cumulo_proto::decode(&batch[at + cumulo_proto::LEN_PREFIX..at + total])
+                .map_err(|e| format!("internal error: {e}"))?;
             at += total;
             self.core_frame(frame)?;
         }
@@ -544,9 +565,16 @@ impl Adapter {
             // CloudI has no error statuses: a failed send_sync returns
             // nothing with the null trans_id, as a timeout does.
             if ok {
-                put(&mut self.out, |b| msg::encode_response(b, msg::RETURN_SYNC, r.response_info, r.response, &r.trans_id));
+                put(&mut self.out, |b| {
+                    msg::encode_response(b, msg::RETURN_SYNC, r.response_info, r.response, &r.trans_id)
+                });
             } else {
-                tracing::debug!(instance = self.id, "{}: send_sync failed: {}", self.label, String::from_utf8_lossy(r.response));
+                tracing::debug!(
+                    instance = self.id,
+                    "{}: send_sync failed: {}",
+                    self.label,
+                    String::from_utf8_lossy(r.response)
+                );
                 put(&mut self.out, |b| msg::encode_response(b, msg::RETURN_SYNC, b"", b"", &msg::NULL_TRANS_ID));
             }
             self.waiting = Waiting::Nothing;

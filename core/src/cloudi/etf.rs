@@ -266,7 +266,21 @@ mod tests {
 
     #[test]
     fn strings_as_lists_bools_bigs_and_pids() {
-        let mut t = vec![VERSION, SMALL_TUPLE_EXT, 4, LIST_EXT, 0, 0, 0, 2, SMALL_INTEGER_EXT, b'x', SMALL_INTEGER_EXT, b'y', NIL_EXT];
+        let mut t = vec![
+            VERSION,
+            SMALL_TUPLE_EXT,
+            4,
+            LIST_EXT,
+            0,
+            0,
+            0,
+            2,
+            SMALL_INTEGER_EXT,
+            b'x',
+            SMALL_INTEGER_EXT,
+            b'y',
+            NIL_EXT,
+        ];
         t.extend(atom("true"));
         t.extend_from_slice(&[SMALL_BIG_EXT, 4, 0, 0xff, 0xff, 0xff, 0xff]);
         let mut pid = Vec::new();

@@ -53,8 +53,16 @@ pub enum ApiMessage<'a> {
     /// forward_async and forward_sync: the trans_id of the request passed on.
     Forward(ApiSend<'a>, TransId),
     /// return_async and return_sync.
-    Return { response_info: &'a [u8], response: &'a [u8], trans_id: TransId },
-    RecvAsync { timeout: u32, trans_id: TransId, consume: bool },
+    Return {
+        response_info: &'a [u8],
+        response: &'a [u8],
+        trans_id: TransId,
+    },
+    RecvAsync {
+        timeout: u32,
+        trans_id: TransId,
+        consume: bool,
+    },
     Shutdown(Cow<'a, [u8]>),
 }
 
@@ -99,11 +107,9 @@ pub fn decode(data: &[u8]) -> Result<ApiMessage<'_>, String> {
         (b"send_sync", 6) => ApiMessage::SendSync(f.send()?),
         (b"mcast_async", 6) => ApiMessage::McastAsync(f.send()?),
         (b"forward_async" | b"forward_sync", 8) => ApiMessage::Forward(f.send()?, f.trans_id(6)?),
-        (b"return_async" | b"return_sync", 8) => ApiMessage::Return {
-            response_info: f.binary(3)?,
-            response: f.binary(4)?,
-            trans_id: f.trans_id(6)?,
-        },
+        (b"return_async" | b"return_sync", 8) => {
+            ApiMessage::Return { response_info: f.binary(3)?, response: f.binary(4)?, trans_id: f.trans_id(6)? }
+        }
         (b"recv_async", 4) => ApiMessage::RecvAsync {
             timeout: f.uint(1)?,
             trans_id: f.trans_id(2)?,
@@ -142,7 +148,10 @@ impl<'a> Fields<'_, 'a> {
     }
     /// `{_, Name, RequestInfo, Request, Timeout, Priority, ...}`.
     fn send(&self) -> Result<ApiSend<'a>, String> {
-        let priority = self.items[5].as_int().and_then(|v| i8::try_from(v).ok()).ok_or_else(|| self.bad(5, "a priority (-128 .. 127)"))?;
+        let priority = self.items[5]
+            .as_int()
+            .and_then(|v| i8::try_from(v).ok())
+            .ok_or_else(|| self.bad(5, "a priority (-128 .. 127)"))?;
         Ok(ApiSend {
             name: self.string(1)?,
             request_info: self.binary(2)?,

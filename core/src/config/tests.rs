@@ -102,9 +102,10 @@ fn internal_settings_are_checked_with_the_file() {
 fn services_from_json_one_or_many_checked_like_the_file() {
     let one = services_from_json(br#"{"prefix": "/a/", "path": "x", "count_process": 3}"#).unwrap();
     assert_eq!((one.len(), one[0].count_process, one[0].count_thread), (1, 3, 1));
-    let many =
-        services_from_json(br#"[{"prefix": "/a/", "path": "x"}, {"prefix": "/e/", "internal": "echo", "settings": {"pattern": "x/*"}}]"#)
-            .unwrap();
+    let many = services_from_json(
+        br#"[{"prefix": "/a/", "path": "x"}, {"prefix": "/e/", "internal": "echo", "settings": {"pattern": "x/*"}}]"#,
+    )
+    .unwrap();
     assert_eq!(many[1].internal.as_deref(), Some("echo"));
     assert_eq!(many[1].settings.get("pattern").and_then(|v| v.as_str()), Some("x/*"));
     let cases: [(&[u8], &str, &str); 7] = [
@@ -113,7 +114,11 @@ fn services_from_json_one_or_many_checked_like_the_file() {
         (b"[]", "", "empty"),
         (br#"{"prefix": "/a/", "path": "x", "colour": 1}"#, "service[0]", "unknown field `colour`"),
         (br#"{"prefix": "/a/", "path": "x", "count_process": "2"}"#, "service[0]", "invalid type"),
-        (br#"[{"prefix": "/a/", "path": "x"}, {"prefix": "/b/", "path": "x", "max_t": 0}]"#, "service[1] (/b/).max_t", "at least 1"),
+        (
+            br#"[{"prefix": "/a/", "path": "x"}, {"prefix": "/b/", "path": "x", "max_t": 0}]"#,
+            "service[1] (/b/).max_t",
+            "at least 1",
+        ),
         (br#"{"prefix": "a", "path": "x"}"#, "service[0] (a).prefix", "start and end"),
     ];
     for (body, field, reason) in cases {

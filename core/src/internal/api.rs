@@ -131,7 +131,15 @@ impl InternalApi {
     /// Multicast: the trans_ids of the copies sent.
     pub fn mcast_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Vec<TransId> {
         let tid = self.ids.borrow_mut().next();
-        let s = Send { trans_id: tid, timeout: o.timeout_ms, priority: o.priority, flags: 0, name, request_info: info, request: body };
+        let s = Send {
+            trans_id: tid,
+            timeout: o.timeout_ms,
+            priority: o.priority,
+            flags: 0,
+            name,
+            request_info: info,
+            request: body,
+        };
         let (ids, failed) = self.core().mcast(self.id, &s);
         let c = self.core.borrow();
         for (t, status, msg) in failed {
@@ -168,7 +176,15 @@ impl InternalApi {
     }
 
     pub fn forward(&self, req: &OwnedRequest, name: &str, info: &[u8], body: &[u8], o: SendOptions) {
-        let s = Send { trans_id: req.trans_id, timeout: o.timeout_ms, priority: o.priority, flags: 0, name, request_info: info, request: body };
+        let s = Send {
+            trans_id: req.trans_id,
+            timeout: o.timeout_ms,
+            priority: o.priority,
+            flags: 0,
+            name,
+            request_info: info,
+            request: body,
+        };
         let _ = self.core().forward(self.id, &s);
     }
 }

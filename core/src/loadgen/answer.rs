@@ -53,8 +53,12 @@ mod tests {
     fn status_then_check() {
         let check = Some(&b"<value>42</value>"[..]);
         assert_eq!(judge(Status::Ok, b"<http_test><value>42</value></http_test>", check), Outcome::Ok);
-        assert!(matches!(judge(Status::Ok, b"<error/>", check), Outcome::Error { kind, why } if kind == "check" && why.contains("does not contain")));
+        assert!(
+            matches!(judge(Status::Ok, b"<error/>", check), Outcome::Error { kind, why } if kind == "check" && why.contains("does not contain"))
+        );
         assert_eq!(judge(Status::Timeout, b"", check), Outcome::Timeout);
-        assert!(matches!(judge(Status::NoService, b"nobody", None), Outcome::Error { kind, why } if kind == "NO_SERVICE" && why == "NO_SERVICE: nobody"));
+        assert!(
+            matches!(judge(Status::NoService, b"nobody", None), Outcome::Error { kind, why } if kind == "NO_SERVICE" && why == "NO_SERVICE: nobody")
+        );
     }
 }

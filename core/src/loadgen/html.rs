@@ -31,7 +31,13 @@ pub fn render(r: &BenchReport) -> String {
         y_label: "requests/second",
         x_scale: Scale::Linear,
         series: vec![
-            Series { name: "answered", color: "#1f6fd1", points: samples.iter().map(|s| (s.at_s, s.rate)).collect(), dashed: false, dots: false },
+            Series {
+                name: "answered",
+                color: "#1f6fd1",
+                points: samples.iter().map(|s| (s.at_s, s.rate)).collect(),
+                dashed: false,
+                dots: false,
+            },
             Series {
                 name: "target",
                 color: "#999",
@@ -42,7 +48,11 @@ pub fn render(r: &BenchReport) -> String {
             Series {
                 name: "errors + timeouts",
                 color: "#d12f1f",
-                points: samples.iter().filter(|s| s.errors + s.timeouts > 0).map(|s| (s.at_s, (s.errors + s.timeouts) as f64)).collect(),
+                points: samples
+                    .iter()
+                    .filter(|s| s.errors + s.timeouts > 0)
+                    .map(|s| (s.at_s, (s.errors + s.timeouts) as f64))
+                    .collect(),
                 dashed: false,
                 dots: true,
             },
@@ -56,8 +66,20 @@ pub fn render(r: &BenchReport) -> String {
         y_label: "latency",
         x_scale: Scale::Linear,
         series: vec![
-            Series { name: "p50", color: "#1f6fd1", points: samples.iter().filter(|s| s.rate > 0.0).map(|s| (s.at_s, s.p50_us as f64)).collect(), dashed: false, dots: false },
-            Series { name: "p99", color: "#e07b00", points: samples.iter().filter(|s| s.rate > 0.0).map(|s| (s.at_s, s.p99_us as f64)).collect(), dashed: false, dots: false },
+            Series {
+                name: "p50",
+                color: "#1f6fd1",
+                points: samples.iter().filter(|s| s.rate > 0.0).map(|s| (s.at_s, s.p50_us as f64)).collect(),
+                dashed: false,
+                dots: false,
+            },
+            Series {
+                name: "p99",
+                color: "#e07b00",
+                points: samples.iter().filter(|s| s.rate > 0.0).map(|s| (s.at_s, s.p99_us as f64)).collect(),
+                dashed: false,
+                dots: false,
+            },
         ],
         bars: vec![],
         y_format: us_label,
@@ -122,7 +144,13 @@ table.ticks td.why {{ text-align: left; color: #b3261e; }}
         ("target", r.target.clone()),
         ("rate", r.rate_mode.clone()),
         ("connections", r.connections.to_string()),
-        ("answered", format!("{} ok, {} errors, {} timeouts in {:.1} s", r.totals.ok, r.totals.errors, r.totals.timeouts, r.totals.seconds)),
+        (
+            "answered",
+            format!(
+                "{} ok, {} errors, {} timeouts in {:.1} s",
+                r.totals.ok, r.totals.errors, r.totals.timeouts, r.totals.seconds
+            ),
+        ),
         ("accounting", r.totals.accounting()),
         ("date", r.date.clone()),
         ("machine", r.machine.clone()),
@@ -132,12 +160,17 @@ table.ticks td.why {{ text-align: left; color: #b3261e; }}
     }
     let _ = writeln!(h, "</table>");
     if let Some(held) = &r.result {
-        let _ = writeln!(h, "<h2>Latency report</h2>\n<pre>{}\n{}</pre>", esc(&held.line), esc(&held.latency.to_text()));
+        let _ =
+            writeln!(h, "<h2>Latency report</h2>\n<pre>{}\n{}</pre>", esc(&held.line), esc(&held.latency.to_text()));
     }
     let _ = writeln!(h, "<h2>Over time</h2>");
     h.push_str(&throughput.render());
     h.push_str(&latency_time.render());
-    let _ = writeln!(h, "\n<h2>Latency distribution{}</h2>", if r.rate_mode == "dynamic" { " at the stable rate" } else { "" });
+    let _ = writeln!(
+        h,
+        "\n<h2>Latency distribution{}</h2>",
+        if r.rate_mode == "dynamic" { " at the stable rate" } else { "" }
+    );
     h.push_str(&percentiles.render());
     h.push_str(&histogram.render());
     let _ = writeln!(h, "\n<h2>Ticks</h2>\n<table class=\"ticks\"><tr><th>tick</th><th>end s</th><th>target/s</th><th>answered/s</th><th>ok</th><th>errors</th><th>timeouts</th><th>p50</th><th>p99</th><th>failed because</th></tr>");

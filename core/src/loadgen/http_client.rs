@@ -122,7 +122,10 @@ async fn run_lane(t: &HttpTarget, mut sender: Option<Sender>, mut pacer: Pacer, 
         let origin = due.map_or(now, |d| latency_origin(d, now));
         rec.lock().sent();
         let Some(s) = sender.as_mut() else {
-            rec.lock().done(origin.elapsed().as_micros() as u64, &Outcome::error("connection", format!("cannot connect to {}", t.addr)));
+            rec.lock().done(
+                origin.elapsed().as_micros() as u64,
+                &Outcome::error("connection", format!("cannot connect to {}", t.addr)),
+            );
             // Do not spin on a refused connection.
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
@@ -135,7 +138,10 @@ async fn run_lane(t: &HttpTarget, mut sender: Option<Sender>, mut pacer: Pacer, 
                 ),
                 _ => Outcome::Ok,
             },
-            Ok(Ok((status, body))) => Outcome::error(format!("HTTP {}", status.as_u16()), format!("HTTP {}: {}", status.as_u16(), excerpt(&body))),
+            Ok(Ok((status, body))) => Outcome::error(
+                format!("HTTP {}", status.as_u16()),
+                format!("HTTP {}: {}", status.as_u16(), excerpt(&body)),
+            ),
             Ok(Err(e)) => {
                 sender = None;
                 Outcome::error("connection", format!("{e:#}"))

@@ -16,7 +16,10 @@ pub enum Outcome {
     /// An error status, a failed connection, or an answer that failed the
     /// check: `kind` is what the totals count it under (`CRASHED`,
     /// `NO_SERVICE`, `HTTP 503`, `check`, `connection`), `why` the message.
-    Error { kind: String, why: String },
+    Error {
+        kind: String,
+        why: String,
+    },
 }
 
 impl Outcome {

@@ -16,7 +16,8 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// The ladder of percentiles the report prints.
-pub const LADDER: &[f64] = &[0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 75.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+pub const LADDER: &[f64] =
+    &[0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 75.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
 /// Latency samples of one period: exact moments and a histogram.
 #[derive(Clone)]
@@ -126,7 +127,10 @@ impl Latencies {
             kurtosis,
             kurtosis_words: shape::kurtosis_words(kurtosis),
             distribution: shape::distribution_words(skewness, kurtosis),
-            percentiles: LADDER.iter().map(|&p| Percentile { percentile: p, label: label(p), us: self.percentile(p) }).collect(),
+            percentiles: LADDER
+                .iter()
+                .map(|&p| Percentile { percentile: p, label: label(p), us: self.percentile(p) })
+                .collect(),
         }
     }
 }
@@ -282,7 +286,10 @@ mod tests {
         near(r.stddev.unwrap(), 10_000.0 / 12f64.sqrt(), 15.0);
         near(r.skewness.unwrap(), 0.0, 0.02);
         near(r.kurtosis.unwrap(), -1.2, 0.02);
-        assert_eq!((r.skewness_words, r.kurtosis_words, r.distribution), ("approximately_symmetric", "platykurtic", "uniform"));
+        assert_eq!(
+            (r.skewness_words, r.kurtosis_words, r.distribution),
+            ("approximately_symmetric", "platykurtic", "uniform")
+        );
         for p in &r.percentiles[1..r.percentiles.len() - 1] {
             near(p.us as f64, 10_000.0 + 100.0 * p.percentile, 60.0);
         }
@@ -303,7 +310,10 @@ mod tests {
         near(r.stddev.unwrap(), 1000.0, 10.0);
         near(r.skewness.unwrap(), 0.0, 0.03);
         near(r.kurtosis.unwrap(), -0.1, 0.05);
-        assert_eq!((r.skewness_words, r.kurtosis_words, r.distribution), ("approximately_symmetric", "platykurtic", "normal"));
+        assert_eq!(
+            (r.skewness_words, r.kurtosis_words, r.distribution),
+            ("approximately_symmetric", "platykurtic", "normal")
+        );
         // standard normal quantiles: 10% -1.2816, 90% 1.2816, 99% 2.3263
         near(r.at(50.0) as f64, 10_000.0, 20.0);
         near(r.at(10.0) as f64, 10_000.0 - 1281.6, 25.0);

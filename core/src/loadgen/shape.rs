@@ -39,7 +39,9 @@ pub fn distribution_words(skewness: Option<f64>, kurtosis: Option<f64>) -> &'sta
     let near_s = |target: f64| (s - target).abs() < s_margin;
     let near_k = |target: f64| (k - target).abs() < k_margin;
     if near_s(0.0) {
-        for (name, target) in [("normal", 0.0), ("uniform", -1.2), ("logistic", 1.2), ("raised_cosine", RAISED_COSINE_KURTOSIS)] {
+        for (name, target) in
+            [("normal", 0.0), ("uniform", -1.2), ("logistic", 1.2), ("raised_cosine", RAISED_COSINE_KURTOSIS)]
+        {
             if near_k(target) {
                 return name;
             }
@@ -50,7 +52,9 @@ pub fn distribution_words(skewness: Option<f64>, kurtosis: Option<f64>) -> &'sta
     // Skewed families where kurtosis is a function of skewness: the closest
     // whose curve passes through the margins.
     let mut best: Option<(f64, &'static str)> = None;
-    for (name, curve) in [("gamma_family", gamma_kurtosis as fn(f64) -> f64), ("log_normal_family", log_normal_kurtosis)] {
+    for (name, curve) in
+        [("gamma_family", gamma_kurtosis as fn(f64) -> f64), ("log_normal_family", log_normal_kurtosis)]
+    {
         if s == 0.0 {
             continue;
         }

@@ -83,9 +83,18 @@ impl Chart<'_> {
             esc(self.title)
         );
         let _ = write!(s, r#"<rect x="0" y="0" width="{W}" height="{H}" fill="white"/>"#);
-        let _ = write!(s, r##"<text x="{LEFT}" y="20" font-size="15" font-weight="bold" fill="#222">{}</text>"##, esc(self.title));
+        let _ = write!(
+            s,
+            r##"<text x="{LEFT}" y="20" font-size="15" font-weight="bold" fill="#222">{}</text>"##,
+            esc(self.title)
+        );
         if pts.is_empty() {
-            let _ = write!(s, r##"<text x="{}" y="{}" font-size="13" fill="#888">no data</text></svg>"##, W / 2.0 - 30.0, H / 2.0);
+            let _ = write!(
+                s,
+                r##"<text x="{}" y="{}" font-size="13" fill="#888">no data</text></svg>"##,
+                W / 2.0 - 30.0,
+                H / 2.0
+            );
             return s;
         }
         let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -112,15 +121,27 @@ impl Chart<'_> {
         // grid and y ticks
         for t in nice_ticks(y0, y1, 5) {
             let y = py(t);
-            let _ = write!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/>"##, W - RIGHT);
-            let _ = write!(s, r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##, LEFT - 6.0, y + 4.0, (self.y_format)(t));
+            let _ =
+                write!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/>"##, W - RIGHT);
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" fill="#555">{}</text>"##,
+                LEFT - 6.0,
+                y + 4.0,
+                (self.y_format)(t)
+            );
         }
         // x ticks
         match self.x_scale {
             Scale::Linear => {
                 for t in nice_ticks(x0, x1, 8) {
                     let x = pxn(t);
-                    let _ = write!(s, r##"<text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{}</text>"##, H - BOTTOM + 16.0, trim_num(t));
+                    let _ = write!(
+                        s,
+                        r##"<text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{}</text>"##,
+                        H - BOTTOM + 16.0,
+                        trim_num(t)
+                    );
                 }
             }
             Scale::Nines => {
@@ -128,20 +149,53 @@ impl Chart<'_> {
                 while n <= x1 + 1e-9 {
                     let p = 100.0 * (1.0 - 10f64.powf(-n));
                     let x = pxn(n);
-                    let _ = write!(s, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#f0f0f0"/>"##, H - BOTTOM);
-                    let _ = write!(s, r##"<text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{}%</text>"##, H - BOTTOM + 16.0, trim_num(p));
+                    let _ = write!(
+                        s,
+                        r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#f0f0f0"/>"##,
+                        H - BOTTOM
+                    );
+                    let _ = write!(
+                        s,
+                        r##"<text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#555">{}%</text>"##,
+                        H - BOTTOM + 16.0,
+                        trim_num(p)
+                    );
                     n += 1.0;
                 }
             }
         }
-        let _ = write!(s, r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/>"##, H - BOTTOM, W - RIGHT, H - BOTTOM);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/>"##,
+            H - BOTTOM,
+            W - RIGHT,
+            H - BOTTOM
+        );
         let _ = write!(s, r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#888"/>"##, H - BOTTOM);
-        let _ = write!(s, r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#333">{}</text>"##, (LEFT + W - RIGHT) / 2.0, H - 8.0, esc(self.x_label));
-        let _ = write!(s, r##"<text x="14" y="{:.1}" font-size="12" text-anchor="middle" fill="#333" transform="rotate(-90 14 {:.1})">{}</text>"##, (TOP + H - BOTTOM) / 2.0, (TOP + H - BOTTOM) / 2.0, esc(self.y_label));
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#333">{}</text>"##,
+            (LEFT + W - RIGHT) / 2.0,
+            H - 8.0,
+            esc(self.x_label)
+        );
+        let _ = write!(
+            s,
+            r##"<text x="14" y="{:.1}" font-size="12" text-anchor="middle" fill="#333" transform="rotate(-90 14 {:.1})">{}</text>"##,
+            (TOP + H - BOTTOM) / 2.0,
+            (TOP + H - BOTTOM) / 2.0,
+            esc(self.y_label)
+        );
 
         for &(a, b, h) in &self.bars {
             let (xa, xb) = (px(a), px(b));
-            let _ = write!(s, r##"<rect class="bar" x="{xa:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#8fb3de"/>"##, py(h), (xb - xa).max(1.0), (py(0.0) - py(h)).max(0.0));
+            let _ = write!(
+                s,
+                r##"<rect class="bar" x="{xa:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#8fb3de"/>"##,
+                py(h),
+                (xb - xa).max(1.0),
+                (py(0.0) - py(h)).max(0.0)
+            );
         }
         for (i, se) in self.series.iter().enumerate() {
             if se.dots {
@@ -151,13 +205,24 @@ impl Chart<'_> {
             } else if !se.points.is_empty() {
                 let d: Vec<String> = se.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
                 let dash = if se.dashed { r#" stroke-dasharray="6 4""# } else { "" };
-                let _ = write!(s, r#"<polyline class="series" fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#, se.color, d.join(" "));
+                let _ = write!(
+                    s,
+                    r#"<polyline class="series" fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
+                    se.color,
+                    d.join(" ")
+                );
             }
             // legend
             let lx = W - RIGHT - 170.0;
             let ly = TOP + 4.0 + i as f64 * 16.0;
             let _ = write!(s, r#"<rect x="{lx:.1}" y="{ly:.1}" width="14" height="4" fill="{}"/>"#, se.color);
-            let _ = write!(s, r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#333">{}</text>"##, lx + 20.0, ly + 5.0, esc(se.name));
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#333">{}</text>"##,
+                lx + 20.0,
+                ly + 5.0,
+                esc(se.name)
+            );
         }
         s.push_str("</svg>");
         s
@@ -194,7 +259,13 @@ mod tests {
             x_label: "x",
             y_label: "y",
             x_scale: Scale::Linear,
-            series: vec![Series { name: "a", color: "#000", points: vec![(0.0, 1.0), (1.0, 2.0)], dashed: false, dots: false }],
+            series: vec![Series {
+                name: "a",
+                color: "#000",
+                points: vec![(0.0, 1.0), (1.0, 2.0)],
+                dashed: false,
+                dots: false,
+            }],
             bars: vec![(0.0, 0.5, 1.0)],
             y_format: trim_num,
         };

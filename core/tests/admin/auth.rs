@@ -1,7 +1,6 @@
 //! The admin token: with one configured every call needs it; a non-loopback
 //! admin address without one is refused before anything starts.
 
-
 use crate::common::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -23,9 +22,14 @@ fn with_a_token_every_call_needs_it() {
     assert_eq!(core.http("GET", "/metrics", None).status, 200);
 
     // the CLI: with the token it works, without it the error says what to do
-    let out = Command::new(CUMULO).args(["status", "--admin", &core.url(), "--token", "s3cret-t0ken"]).output().unwrap();
+    let out =
+        Command::new(CUMULO).args(["status", "--admin", &core.url(), "--token", "s3cret-t0ken"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = Command::new(CUMULO).args(["status", "--admin", &core.url()]).env_remove("CUMULO_ADMIN_TOKEN").output().unwrap();
+    let out = Command::new(CUMULO)
+        .args(["status", "--admin", &core.url()])
+        .env_remove("CUMULO_ADMIN_TOKEN")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("unauthorized") && err.contains("--token"), "{err}");
 }
@@ -35,7 +39,11 @@ fn a_non_loopback_admin_address_without_token_is_refused() {
     let dir = std::env::temp_dir().join(format!("cumulo-e2e-auth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("open.toml");
-    std::fs::write(&cfg, format!("[core]\nsocket = \"{}\"\n[admin]\naddress = \"0.0.0.0\"\nport = 7399\n", dir.join("s.sock").display())).unwrap();
+    std::fs::write(
+        &cfg,
+        format!("[core]\nsocket = \"{}\"\n[admin]\naddress = \"0.0.0.0\"\nport = 7399\n", dir.join("s.sock").display()),
+    )
+    .unwrap();
     let out = Command::new(CUMULO).args(["check", "--config"]).arg(&cfg).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());

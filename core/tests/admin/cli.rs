@@ -2,7 +2,6 @@
 //! remove, status, log-level; address and token from flags, environment or
 //! the core's config file; a clear error when no core is there.
 
-
 use crate::common::*;
 use std::process::{Command, Output};
 
@@ -41,7 +40,8 @@ fn operate_a_core_from_the_command_line() {
     let dir = core.dir.join("more");
     std::fs::create_dir_all(dir.join("bin")).unwrap();
     std::os::unix::fs::symlink(http_req(), dir.join("bin/http_req")).unwrap();
-    std::fs::write(dir.join("svc.toml"), "[[service]]\nprefix = \"/tests/http_req/\"\npath = \"bin/http_req\"\n").unwrap();
+    std::fs::write(dir.join("svc.toml"), "[[service]]\nprefix = \"/tests/http_req/\"\npath = \"bin/http_req\"\n")
+        .unwrap();
     let added = ok(&with(&["services", "add", dir.join("svc.toml").to_str().unwrap()]));
     assert_eq!(added, "added service 2 (/tests/http_req/)\n");
     core.wait_running(2, 1);
@@ -76,7 +76,10 @@ fn operate_a_core_from_the_command_line() {
     // refused by the API: the message, the code and exit 1
     let out = with(&["services", "update", "1", "--count-process", "0"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("count_process: must be 1 .. 1024") && err.contains("HTTP 400"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("count_process: must be 1 .. 1024") && err.contains("HTTP 400"),
+        "{err}"
+    );
     let out = with(&["services", "remove", "42"]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no service with id 42"));
 }

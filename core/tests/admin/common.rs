@@ -97,7 +97,15 @@ impl TestCore {
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
                 .expect("start cumulo");
-            let mut core = TestCore { child, dir: dir.clone(), config, socket: socket.clone(), port, token: token.map(String::from), log };
+            let mut core = TestCore {
+                child,
+                dir: dir.clone(),
+                config,
+                socket: socket.clone(),
+                port,
+                token: token.map(String::from),
+                log,
+            };
             if core.wait_ready() {
                 return core;
             }
@@ -142,7 +150,13 @@ impl TestCore {
         self.try_http(method, path, body, self.token.clone()).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
 
-    pub fn try_http(&self, method: &str, path: &str, body: Option<&str>, token: Option<String>) -> std::io::Result<Http> {
+    pub fn try_http(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        token: Option<String>,
+    ) -> std::io::Result<Http> {
         raw_http(self.port, method, path, body, token.as_deref())
     }
 
@@ -160,7 +174,12 @@ impl TestCore {
             if r.status == 200 && cond(&r.json()) {
                 return r.json();
             }
-            assert!(Instant::now() < end, "service {id}: not {what} within 20 s; last: {}\nlog:\n{}", r.body, self.log_text());
+            assert!(
+                Instant::now() < end,
+                "service {id}: not {what} within 20 s; last: {}\nlog:\n{}",
+                r.body,
+                self.log_text()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -194,7 +213,8 @@ impl TestCore {
 
     /// An unmanaged instance (a test client) under `prefix`.
     pub fn client(&self, prefix: &str) -> cumulo::Api {
-        cumulo::Api::connect(cumulo::Options::unmanaged(self.socket.display().to_string(), prefix)).expect("connect to the core")
+        cumulo::Api::connect(cumulo::Options::unmanaged(self.socket.display().to_string(), prefix))
+            .expect("connect to the core")
     }
 
     pub fn sigterm(&self) {
@@ -223,7 +243,8 @@ impl TestCore {
 }
 
 pub fn metric_in(text: &str, sample: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix(sample).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
+    text.lines()
+        .find_map(|l| l.strip_prefix(sample).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
 }
 
 impl Drop for TestCore {
@@ -269,5 +290,8 @@ pub fn toml_str(p: &Path) -> String {
 
 /// A `[[service]]` table running the Rust http_req example.
 pub fn http_req_service(count_process: u32) -> String {
-    format!("[[service]]\nprefix = \"/tests/http_req/\"\npath = {}\ncount_process = {count_process}\n", toml_str(&http_req()))
+    format!(
+        "[[service]]\nprefix = \"/tests/http_req/\"\npath = {}\ncount_process = {count_process}\n",
+        toml_str(&http_req())
+    )
 }

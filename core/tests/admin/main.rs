@@ -1,9 +1,9 @@
 //! End-to-end tests of the admin API, the CLI and the metrics, against the
 //! real cumulo binary. One test binary, so the suite links once.
 
-mod common;
 mod auth;
 mod cli;
+mod common;
 mod connections;
 mod logs;
 mod metrics;

@@ -1,7 +1,6 @@
 //! `GET /metrics` follows what really happens: requests answered, timed
 //! out, refused; instances up; process CPU and memory.
 
-
 use crate::common::*;
 use cumulo::{SendOptions, Status};
 use std::collections::HashSet;
@@ -65,7 +64,11 @@ fn metrics_move_as_requests_flow() {
             assert!(["counter", "gauge", "histogram"].contains(&it.next().unwrap()));
         } else if !line.starts_with('#') {
             let name = line.split(['{', ' ']).next().unwrap();
-            let family = ["_bucket", "_sum", "_count"].iter().find_map(|s| name.strip_suffix(s)).filter(|f| *f == current).unwrap_or(name);
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|f| *f == current)
+                .unwrap_or(name);
             assert_eq!(family, current, "{line}");
             assert!(line.rsplit(' ').next().unwrap().parse::<f64>().is_ok(), "{line}");
         }

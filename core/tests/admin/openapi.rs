@@ -2,7 +2,6 @@
 //! is answered by the real core (not 404/405), and every route the server
 //! has is in the document.
 
-
 use crate::common::*;
 use cumulo_core::admin::routes::ROUTES;
 use serde_json::Value;

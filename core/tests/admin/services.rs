@@ -1,7 +1,6 @@
 //! Services added, scaled, restarted and removed through the admin API of a
 //! running core, with real http_req processes and a real sender.
 
-
 use crate::common::*;
 use cumulo::{SendOptions, Status};
 use serde_json::{json, Value};
@@ -39,7 +38,8 @@ fn a_service_added_at_run_time_answers_then_removed_gives_no_service() {
     }
     let subs = core.get("/v1/subscriptions")["subscriptions"].clone();
     let entry = subs.as_array().unwrap().iter().find(|s| s["pattern"] == NAME).expect("pattern listed");
-    let mut processes: Vec<u64> = entry["instances"].as_array().unwrap().iter().map(|i| i["process_index"].as_u64().unwrap()).collect();
+    let mut processes: Vec<u64> =
+        entry["instances"].as_array().unwrap().iter().map(|i| i["process_index"].as_u64().unwrap()).collect();
     processes.sort();
     assert_eq!(processes, [0, 1]);
     assert!(entry["instances"].as_array().unwrap().iter().all(|i| i["service_id"] == 1));
@@ -122,7 +122,8 @@ fn count_process_up_and_down_and_restart_lose_no_request() {
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.json()["count_process"], n);
         let v = core.wait_running(1, n);
-        let indexes: Vec<u64> = v["processes"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
+        let indexes: Vec<u64> =
+            v["processes"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
         assert_eq!(indexes, (0..n).collect::<Vec<_>>(), "the highest indexes stop first");
         wait_more(before);
     }
@@ -151,20 +152,81 @@ fn bad_input_gets_clear_errors() {
     let call = |m: &str, p: &str, b: Option<&str>| {
         let r = core.http(m, p, b);
         let v = r.json();
-        (r.status, v["code"].as_str().unwrap_or("").to_string(), v["message"].as_str().unwrap_or("").to_string(), r.headers)
+        (
+            r.status,
+            v["code"].as_str().unwrap_or("").to_string(),
+            v["message"].as_str().unwrap_or("").to_string(),
+            r.headers,
+        )
     };
     // method, path, body, HTTP status, error code, part of the message
     type Case<'a> = (&'a str, &'a str, Option<&'a str>, u16, &'a str, &'a str);
     let cases: Vec<Case> = vec![
         ("POST", "/v1/services", Some("{"), 400, "invalid_json", "not valid JSON"),
-        ("POST", "/v1/services", Some(r#"{"prefix": "/a/", "internal": "echo""#), 400, "invalid_json", "not valid JSON"),
-        ("POST", "/v1/services", Some(r#"{"prefix": "/a/"}"#), 400, "invalid_service", "service[0] (/a/).path: give path"),
-        ("POST", "/v1/services", Some(r#"[{"prefix": "/a/", "internal": "echo"}, {"prefix": "/b/", "path": "x", "count_process": 0}]"#), 400, "invalid_service", "service[1] (/b/).count_process: must be 1 .. 1024"),
-        ("POST", "/v1/services", Some(r#"{"prefix": "/a/", "path": "x", "colour": "red"}"#), 400, "invalid_service", "unknown field `colour`"),
-        ("POST", "/v1/services", Some(r#"{"prefix": "/a/", "internal": "echo", "settings": {"size": 1}}"#), 400, "invalid_service", "unknown setting 'size'"),
-        ("PATCH", "/v1/services/1", Some(r#"{"count_thread": 2}"#), 400, "invalid_service", "cannot change while the service runs"),
-        ("PATCH", "/v1/services/1", Some(r#"{"count_process": 0}"#), 400, "invalid_service", "count_process: must be 1 .. 1024"),
-        ("PATCH", "/v1/services/1", Some(r#"{"dest_refresh": "sometimes"}"#), 400, "invalid_service", "unknown variant"),
+        (
+            "POST",
+            "/v1/services",
+            Some(r#"{"prefix": "/a/", "internal": "echo""#),
+            400,
+            "invalid_json",
+            "not valid JSON",
+        ),
+        (
+            "POST",
+            "/v1/services",
+            Some(r#"{"prefix": "/a/"}"#),
+            400,
+            "invalid_service",
+            "service[0] (/a/).path: give path",
+        ),
+        (
+            "POST",
+            "/v1/services",
+            Some(r#"[{"prefix": "/a/", "internal": "echo"}, {"prefix": "/b/", "path": "x", "count_process": 0}]"#),
+            400,
+            "invalid_service",
+            "service[1] (/b/).count_process: must be 1 .. 1024",
+        ),
+        (
+            "POST",
+            "/v1/services",
+            Some(r#"{"prefix": "/a/", "path": "x", "colour": "red"}"#),
+            400,
+            "invalid_service",
+            "unknown field `colour`",
+        ),
+        (
+            "POST",
+            "/v1/services",
+            Some(r#"{"prefix": "/a/", "internal": "echo", "settings": {"size": 1}}"#),
+            400,
+            "invalid_service",
+            "unknown setting 'size'",
+        ),
+        (
+            "PATCH",
+            "/v1/services/1",
+            Some(r#"{"count_thread": 2}"#),
+            400,
+            "invalid_service",
+            "cannot change while the service runs",
+        ),
+        (
+            "PATCH",
+            "/v1/services/1",
+            Some(r#"{"count_process": 0}"#),
+            400,
+            "invalid_service",
+            "count_process: must be 1 .. 1024",
+        ),
+        (
+            "PATCH",
+            "/v1/services/1",
+            Some(r#"{"dest_refresh": "sometimes"}"#),
+            400,
+            "invalid_service",
+            "unknown variant",
+        ),
         ("PATCH", "/v1/services/1", Some("{}"), 400, "invalid_request", "nothing to change"),
         ("PATCH", "/v1/services/9", Some(r#"{"count_process": 2}"#), 404, "not_found", "no service with id 9"),
         ("GET", "/v1/services/abc", None, 404, "not_found", "ids are numbers"),
@@ -196,19 +258,32 @@ fn live_options_apply_and_a_crashing_service_fails_then_restarts() {
     assert_eq!(m, Some(1.0));
     let events = core.log_events();
     let logged = |text: &str| {
-        events.iter().any(|e| e["fields"]["message"].as_str().is_some_and(|m| m.contains(text)) && e["fields"]["service_id"] == 2)
+        events.iter().any(|e| {
+            e["fields"]["message"].as_str().is_some_and(|m| m.contains(text)) && e["fields"]["service_id"] == 2
+        })
     };
-    assert!(logged("process 0 exited with code 3") && logged("restarting process 0") && logged("giving up"), "{}", core.log_text());
+    assert!(
+        logged("process 0 exited with code 3") && logged("restarting process 0") && logged("giving up"),
+        "{}",
+        core.log_text()
+    );
 
     // an admin restart gives it a fresh max_r budget: one more restart, then it gives up again
     assert_eq!(core.http("POST", "/v1/services/2/restart", None).status, 202);
     core.wait_service(2, "failed again after one more restart", |v| v["status"] == "failed" && v["restarts"] == 2);
 
     // live options of the echo service: a short sync timeout applies at once
-    let r = core.http("PATCH", "/v1/services/1", Some(r#"{"timeout_sync": 1234, "queue_limit": 7, "dest_refresh": "round_robin"}"#));
+    let r = core.http(
+        "PATCH",
+        "/v1/services/1",
+        Some(r#"{"timeout_sync": 1234, "queue_limit": 7, "dest_refresh": "round_robin"}"#),
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     let c = &r.json()["config"];
-    assert_eq!((c["timeout_sync"].as_u64(), c["queue_limit"].as_u64(), c["dest_refresh"].as_str()), (Some(1234), Some(7), Some("round_robin")));
+    assert_eq!(
+        (c["timeout_sync"].as_u64(), c["queue_limit"].as_u64(), c["dest_refresh"].as_str()),
+        (Some(1234), Some(7), Some("round_robin"))
+    );
     let v: Value = core.http("GET", "/v1/services/1", None).json();
     assert_eq!(v["config"]["timeout_sync"], 1234);
 }

@@ -2,7 +2,6 @@
 //! SHUTTING_DOWN, lets requests in flight get their answer, stops every
 //! process and exits 0. No request is left without an answer.
 
-
 use crate::common::*;
 use cumulo::{Answer, SendOptions, Status};
 use std::collections::{BTreeMap, HashSet};
@@ -41,7 +40,8 @@ fn sigterm_drains_then_exits_zero() {
     core.sigterm();
     // while it drains, new requests are refused at once
     std::thread::sleep(Duration::from_millis(50));
-    let late: Vec<_> = (0..10).map(|_| client.send_async("/tests/http_req/rust.xml/get", b"", &value_request(1), opts)).collect();
+    let late: Vec<_> =
+        (0..10).map(|_| client.send_async("/tests/http_req/rust.xml/get", b"", &value_request(1), opts)).collect();
 
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
     let mut slow_outcomes = Vec::new();
@@ -102,7 +102,9 @@ fn a_request_nobody_answers_fails_explicitly_at_the_terminate_timeout() {
     let (got, r) = client.recv_async(None, Duration::from_secs(10)).unwrap().expect("answered before the core exits");
     assert_eq!(got, tid);
     match r {
-        Err(cumulo::Error::Status { status: Status::ShuttingDown, message }) => assert!(message.contains("terminate timeout"), "{message}"),
+        Err(cumulo::Error::Status { status: Status::ShuttingDown, message }) => {
+            assert!(message.contains("terminate timeout"), "{message}")
+        }
         other => panic!("expected SHUTTING_DOWN, got {other:?}"),
     }
     let waited = start.elapsed();

@@ -173,12 +173,9 @@ pub fn decode(frame: &[u8]) -> Result<Frame<'_>, DecodeError> {
             request: c.bytes("request")?,
         }),
         kind::RESPONSE => Frame::Response(c.ret()?),
-        kind::REPLY => Frame::Reply(Reply {
-            req_id: c.u32()?,
-            status: c.u16()?,
-            value: c.u32()?,
-            message: c.str("message")?,
-        }),
+        kind::REPLY => {
+            Frame::Reply(Reply { req_id: c.u32()?, status: c.u16()?, value: c.u32()?, message: c.str("message")? })
+        }
         kind::MCAST_SENT => {
             let trans_id = c.tid()?;
             let count = c.u32()? as usize;

@@ -41,9 +41,7 @@ fn fields_of(f: &Frame) -> Value {
         Frame::Hello(h) => json!({"version": h.version, "window": h.window,
             "thread_index": h.thread_index, "token": h.token, "prefix": h.prefix}),
         Frame::Subscribe(c) | Frame::Unsubscribe(c) | Frame::SubscribeCount(c) => control(c),
-        Frame::SendAsync(s) | Frame::SendSync(s) | Frame::McastAsync(s) | Frame::Forward(s) => {
-            send(s)
-        }
+        Frame::SendAsync(s) | Frame::SendSync(s) | Frame::McastAsync(s) | Frame::Forward(s) => send(s),
         Frame::Return(r) | Frame::Response(r) => ret(r),
         Frame::Ping(n) | Frame::Pong(n) => json!({ "nonce": n }),
         Frame::Goodbye => json!({}),
@@ -93,12 +91,7 @@ fn encode_fields(ty: &str, f: &Map<String, Value>) -> Vec<u8> {
         request_info: &info_,
         request: &req_,
     };
-    let ret = || Return {
-        trans_id: t("trans_id"),
-        status: n("status") as u16,
-        response_info: &info_,
-        response: &req_,
-    };
+    let ret = || Return { trans_id: t("trans_id"), status: n("status") as u16, response_info: &info_, response: &req_ };
     let control = || Control { req_id: n("req_id") as u32, pattern: pattern_.unwrap() };
     let frame = match ty {
         "HELLO" => Frame::Hello(Hello {

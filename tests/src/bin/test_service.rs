@@ -65,10 +65,7 @@ fn main() {
         _ => {}
     }
     std::thread::sleep(Duration::from_millis(num("TS_START_DELAY_MS", 0)));
-    let patterns: Vec<String> = var("TS_PATTERNS", "*")
-        .split(',')
-        .map(str::to_string)
-        .collect();
+    let patterns: Vec<String> = var("TS_PATTERNS", "*").split(',').map(str::to_string).collect();
     let window = num("TS_WINDOW", 1) as u32;
     let threads = num("CUMULO_THREAD_COUNT", 1).max(1) as u32;
     let handles: Vec<_> = (0..threads)
@@ -79,10 +76,7 @@ fn main() {
         .collect();
     let mut code = 0;
     for h in handles {
-        if let Ok(Err(e)) | Err(e) = h
-            .join()
-            .map_err(|_| cumulo::Error::Protocol("thread panicked".into()))
-        {
+        if let Ok(Err(e)) | Err(e) = h.join().map_err(|_| cumulo::Error::Protocol("thread panicked".into())) {
             eprintln!("test_service: {e}");
             code = 1;
         }
@@ -91,10 +85,7 @@ fn main() {
 }
 
 fn serve(thread: u32, window: u32, patterns: &[String], conf: Conf) -> cumulo::Result<()> {
-    let mut api = Api::connect(Options {
-        window,
-        ..Options::from_env(thread)?
-    })?;
+    let mut api = Api::connect(Options { window, ..Options::from_env(thread)? })?;
     for p in patterns {
         let conf = conf.clone();
         api.subscribe(p, move |api, req| handle(api, req, &conf, thread))?;
@@ -116,10 +107,7 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
         hang();
     }
     let body = req.request;
-    if let Some(ms) = std::str::from_utf8(body)
-        .ok()
-        .and_then(|b| b.strip_prefix("sleep:"))
-        .and_then(|m| m.parse().ok())
+    if let Some(ms) = std::str::from_utf8(body).ok().and_then(|b| b.strip_prefix("sleep:")).and_then(|m| m.parse().ok())
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
@@ -166,10 +154,8 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
         ("source", req.source.to_string()),
         ("seq", n.to_string()),
     ]);
-    if let Some(n) = std::str::from_utf8(body)
-        .ok()
-        .and_then(|b| b.strip_prefix("big:"))
-        .and_then(|n| n.parse::<usize>().ok())
+    if let Some(n) =
+        std::str::from_utf8(body).ok().and_then(|b| b.strip_prefix("big:")).and_then(|n| n.parse::<usize>().ok())
     {
         return Ok(Answer::with_info(info, vec![b'x'; n]));
     }

@@ -8,11 +8,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 #[test]
@@ -71,18 +67,9 @@ fn check_and_run_refuse_bad_configs_naming_file_field_and_reason() {
             let o = run(&[cmd, "--config", path]);
             let t = text(&o);
             assert_eq!(o.status.code(), Some(1), "{cmd} of {what}: {t}");
-            assert!(
-                t.contains(path),
-                "{cmd} of {what}: the file is not named: {t}"
-            );
-            assert!(
-                t.contains(field),
-                "{cmd} of {what}: no field '{field}': {t}"
-            );
-            assert!(
-                t.contains(reason),
-                "{cmd} of {what}: no reason '{reason}': {t}"
-            );
+            assert!(t.contains(path), "{cmd} of {what}: the file is not named: {t}");
+            assert!(t.contains(field), "{cmd} of {what}: no field '{field}': {t}");
+            assert!(t.contains(reason), "{cmd} of {what}: no reason '{reason}': {t}");
         }
     }
 }
@@ -92,10 +79,7 @@ fn a_missing_file_is_reported() {
     let o = run(&["check", "--config", "/nonexistent/cumulo.toml"]);
     assert_eq!(o.status.code(), Some(1));
     let t = text(&o);
-    assert!(
-        t.contains("/nonexistent/cumulo.toml") && t.contains("cannot read it"),
-        "{t}"
-    );
+    assert!(t.contains("/nonexistent/cumulo.toml") && t.contains("cannot read it"), "{t}");
 }
 
 #[test]

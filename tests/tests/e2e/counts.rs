@@ -18,24 +18,13 @@ fn two_processes_of_three_threads_are_six_instances() {
     let mut slots = HashSet::new();
     let (mut pids, mut instances) = (HashSet::new(), HashSet::new());
     for t in ids {
-        let r = api
-            .recv_async(Some(t), ms(5000))
-            .unwrap()
-            .expect("answer")
-            .1
-            .unwrap();
-        assert_eq!(
-            (field(&r, "process_count"), field(&r, "thread_count")),
-            ("2".into(), "3".into())
-        );
+        let r = api.recv_async(Some(t), ms(5000)).unwrap().expect("answer").1.unwrap();
+        assert_eq!((field(&r, "process_count"), field(&r, "thread_count")), ("2".into(), "3".into()));
         slots.insert((field(&r, "process"), field(&r, "thread")));
         pids.insert(field(&r, "pid"));
         instances.insert(field(&r, "instance"));
     }
-    let want: HashSet<_> = [0, 1]
-        .iter()
-        .flat_map(|p| (0..3).map(move |t| (p.to_string(), t.to_string())))
-        .collect();
+    let want: HashSet<_> = [0, 1].iter().flat_map(|p| (0..3).map(move |t| (p.to_string(), t.to_string()))).collect();
     assert_eq!(slots, want, "every (process_index, thread_index) once");
     assert_eq!(pids.len(), 2, "two OS processes");
     assert_eq!(instances.len(), 6, "six distinct instance ids");
@@ -51,9 +40,5 @@ fn round_robin_reaches_every_instance() {
         let r = api.send_sync("/n/x", b"", b"", opts(5000)).unwrap();
         seen.insert(field(&r, "instance"));
     }
-    assert_eq!(
-        seen.len(),
-        6,
-        "6 round-robin sends over 6 instances: {seen:?}"
-    );
+    assert_eq!(seen.len(), 6, "6 round-robin sends over 6 instances: {seen:?}");
 }

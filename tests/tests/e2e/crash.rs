@@ -13,24 +13,13 @@ fn crashed_mid_request_then_restarted() {
     let r = api.send_sync("/c/x", b"", b"crash", opts(30_000));
     let took = t.elapsed();
     assert_eq!(status(&r), Status::Crashed, "{r:?}");
-    assert!(
-        took < ms(5000),
-        "CRASHED must come well before the 30 s timeout, took {took:?}"
-    );
-    core.wait_lines(
-        &["process 0 killed by signal 9", "service=/c/"],
-        1,
-        ms(10_000),
-    );
+    assert!(took < ms(5000), "CRASHED must come well before the 30 s timeout, took {took:?}");
+    core.wait_lines(&["process 0 killed by signal 9", "service=/c/"], 1, ms(10_000));
     core.wait_lines(&["restarting process 0", "service=/c/"], 1, ms(10_000));
     core.wait_ready(2);
     let after = api.send_sync("/c/x", b"", b"again", opts(5000)).unwrap();
     assert_eq!(after.body, b"again");
-    assert_ne!(
-        field(&before, "pid"),
-        field(&after, "pid"),
-        "served by the new process"
-    );
+    assert_ne!(field(&before, "pid"), field(&after, "pid"), "served by the new process");
     assert_eq!(core.service_pids().len(), 2);
 }
 
@@ -40,24 +29,12 @@ fn requests_queued_for_a_crashed_instance_go_to_another() {
     // alternate X, Y, X, Y, X.
     let cfg = Config::new()
         .unmanaged("dest_refresh", q("round_robin"))
-        .service(
-            ts!("/c/")
-                .set("count_process", 2)
-                .set("restart_delay", 3000),
-        );
+        .service(ts!("/c/").set("count_process", 2).set("restart_delay", 3000));
     let core = Core::start(cfg);
     let mut api = core.client();
     let bodies: [&[u8]; 5] = [b"sleep:500", b"sleep:1000", b"crash", b"y2", b"x3"];
-    let t: Vec<_> = bodies
-        .iter()
-        .map(|b| api.send_async("/c/x", b"", b, opts(10_000)))
-        .collect();
-    let mut get = |i: usize| {
-        api.recv_async(Some(t[i]), ms(10_000))
-            .unwrap()
-            .expect("an answer")
-            .1
-    };
+    let t: Vec<_> = bodies.iter().map(|b| api.send_async("/c/x", b"", b, opts(10_000))).collect();
+    let mut get = |i: usize| api.recv_async(Some(t[i]), ms(10_000)).unwrap().expect("an answer").1;
     let x = field(&get(0).unwrap(), "instance");
     let y = field(&get(1).unwrap(), "instance");
     assert_ne!(x, y);

@@ -74,11 +74,7 @@ fn a_hung_service_times_out_its_requests_and_the_others_keep_working() {
     // kills the process, which is restarted (and hangs again).
     let cfg = Config::new()
         .core("keepalive", 300)
-        .service(
-            ts!("/h/")
-                .env("TS_HANG_AFTER", 30)
-                .set("restart_delay", 50),
-        )
+        .service(ts!("/h/").env("TS_HANG_AFTER", 30).set("restart_delay", 50))
         .service(ts!("/ok/"));
     let core = Core::start(cfg);
     let hung = Load::start(&core, "/h/x", 40, ms(6000), ms(1000));
@@ -87,11 +83,7 @@ fn a_hung_service_times_out_its_requests_and_the_others_keep_working() {
     h.assert_accounted();
     f.assert_accounted();
     assert!(h.totals.timed_out > 0, "{:?}", h.totals);
-    assert_eq!(
-        f.totals.ok, f.totals.sent,
-        "the healthy service is untouched: {:?}",
-        f.totals
-    );
+    assert_eq!(f.totals.ok, f.totals.sent, "the healthy service is untouched: {:?}", f.totals);
     core.wait_lines(&["closing it as hung", "/h/"], 1, ms(10_000));
     core.wait_lines(&["killed by signal 9", "service=/h/"], 1, ms(10_000));
     core.wait_lines(&["ts-ready", "service=/h/"], 2, ms(10_000));
@@ -119,11 +111,7 @@ fn a_service_that_cannot_start_costs_the_others_nothing() {
     let mut api = core.client();
     let mut sent = Vec::new();
     for i in 0..24 {
-        let o = SendOptions {
-            timeout: 400,
-            wait_for_service: i % 4 == 3,
-            ..Default::default()
-        };
+        let o = SendOptions { timeout: 400, wait_for_service: i % 4 == 3, ..Default::default() };
         sent.push(api.send_async("/bad/x", b"", b"", o));
         std::thread::sleep(ms(100));
     }
@@ -147,19 +135,13 @@ fn a_service_that_cannot_start_costs_the_others_nothing() {
     assert_eq!(r.totals.ok, r.totals.sent, "{:?}", r.totals);
     core.wait_lines(&["process 0 exited with code 3", "service=/bad/"], 3, ms(10_000));
     core.wait_lines(&["giving up", "service=/bad/"], 1, ms(10_000));
-    assert_eq!(
-        status(&api.send_sync("/bad/x", b"", b"", opts(5000))),
-        Status::NoService
-    );
+    assert_eq!(status(&api.send_sync("/bad/x", b"", b"", opts(5000))), Status::NoService);
 }
 
 #[test]
 fn admin_restart_remove_and_add_under_load() {
     let port = free_port();
-    let svc = ts!("/a/")
-        .mode("sleep")
-        .env("TS_SLEEP_MS", 2)
-        .set("count_process", 2);
+    let svc = ts!("/a/").mode("sleep").env("TS_SLEEP_MS", 2).set("count_process", 2);
     let core = Core::start(Config::new().admin("port", port).service(svc));
 
     // A rolling restart of a two-process service loses nothing.
@@ -186,11 +168,7 @@ fn admin_restart_remove_and_add_under_load() {
     r.assert_accounted();
     r.assert_error_kinds(&["NO_SERVICE", "SHUTTING_DOWN", "CRASHED"]);
     assert!(r.errors("NO_SERVICE") > 0, "{:?}", r.totals);
-    assert!(
-        r.ticks.last().is_some_and(|t| t.ok > 0 && t.errors == 0),
-        "served again once added: {:?}",
-        r.ticks
-    );
+    assert!(r.ticks.last().is_some_and(|t| t.ok > 0 && t.errors == 0), "served again once added: {:?}", r.ticks);
     let mut api = core.client();
     assert!(api.send_sync("/a/x", b"", b"", opts(5000)).is_ok());
 }

@@ -11,9 +11,7 @@ const PROTOCOL: u16 = 12;
 #[test]
 fn silent_and_half_spoken_connections_are_closed_after_hello_timeout() {
     let core = Core::start(
-        Config::new()
-            .core("hello_timeout", 1500)
-            .service(Service::internal("/echo/", "echo").probe("/echo/x")),
+        Config::new().core("hello_timeout", 1500).service(Service::internal("/echo/", "echo").probe("/echo/x")),
     );
     let t = Instant::now();
     let mut silent = Raw::connect(&core.socket);
@@ -56,19 +54,10 @@ fn unmanaged_clients_can_be_refused() {
 
 #[test]
 fn welcome_tells_the_instance_its_settings() {
-    let core = Core::start(
-        Config::new()
-            .core("keepalive", 1234)
-            .core("node_id", 7)
-            .core("max_frame", 4096),
-    );
+    let core = Core::start(Config::new().core("keepalive", 1234).core("node_id", 7).core("max_frame", 4096));
     let mut c = Raw::connect(&core.socket);
     let w = c.handshake(0, "/mine/");
-    assert_eq!(
-        (w.window, w.node_id, w.keepalive, w.max_frame),
-        (1, 7, 1234, 4096),
-        "window 0 is taken as 1"
-    );
+    assert_eq!((w.window, w.node_id, w.keepalive, w.max_frame), (1, 7, 1234, 4096), "window 0 is taken as 1");
     assert_eq!(w.prefix, "/mine/");
     assert_ne!(w.instance_id, 0, "instance_id 0 is the core's");
 }

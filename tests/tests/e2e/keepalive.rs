@@ -12,33 +12,17 @@ fn a_hung_instance_is_killed_and_restarted_idle_ones_stay() {
         .service(ts!("/idle/"));
     let core = Core::start(cfg);
     let mut api = core.client();
-    assert_eq!(
-        status(&api.send_sync("/hang/x", b"", b"", opts(300))),
-        Status::Timeout
-    );
-    core.wait_lines(
-        &["closing it as hung", "/hang/ process 0 thread 0"],
-        1,
-        ms(10_000),
-    );
-    core.wait_lines(
-        &["process 0 killed by signal 9", "service=/hang/"],
-        1,
-        ms(10_000),
-    );
+    assert_eq!(status(&api.send_sync("/hang/x", b"", b"", opts(300))), Status::Timeout);
+    core.wait_lines(&["closing it as hung", "/hang/ process 0 thread 0"], 1, ms(10_000));
+    core.wait_lines(&["process 0 killed by signal 9", "service=/hang/"], 1, ms(10_000));
     core.wait_lines(&["ts-ready", "service=/hang/"], 2, ms(10_000));
     // Several keep-alive periods have passed: the idle instance answered
     // its PINGs and was neither closed nor restarted.
-    assert!(core
-        .lines_with(&["closing it as hung", "/idle/"])
-        .is_empty());
+    assert!(core.lines_with(&["closing it as hung", "/idle/"]).is_empty());
     assert_eq!(core.lines_with(&["ts-ready", "service=/idle/"]).len(), 1);
     // A new client: the first one did not read while the test waited, so it
     // answered no PINGs and may rightly have been closed as hung too.
-    assert!(core
-        .client()
-        .send_sync("/idle/x", b"", b"", opts(5000))
-        .is_ok());
+    assert!(core.client().send_sync("/idle/x", b"", b"", opts(5000)).is_ok());
 }
 
 #[test]
@@ -73,10 +57,7 @@ fn a_stalled_core_keeps_its_healthy_services() {
     }
     // A few ordinary keep-alive rounds after the last stall.
     std::thread::sleep(ms(1000));
-    assert!(
-        core.lines_with(&["closing it as hung"]).is_empty(),
-        "healthy instances were closed as hung"
-    );
+    assert!(core.lines_with(&["closing it as hung"]).is_empty(), "healthy instances were closed as hung");
     assert_eq!(core.child_pids(), before, "service processes were restarted");
     assert_eq!(core.service_pids().len(), 3, "no process was started again");
     let mut api = core.client();

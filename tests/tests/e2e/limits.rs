@@ -23,11 +23,7 @@ fn served_in_time(api: &mut Api, body: &str) {
 
 #[test]
 fn the_rust_sdk_refuses_frames_over_max_frame_and_both_ends_keep_serving() {
-    let core = Core::start(
-        Config::new()
-            .core("max_frame", 1024)
-            .service(ts!("/echo/").set("count_thread", 1)),
-    );
+    let core = Core::start(Config::new().core("max_frame", 1024).service(ts!("/echo/").set("count_thread", 1)));
     let mut api = core.client();
     let instance = |api: &mut Api| {
         let r = api.send_sync("/echo/small", b"", b"small", opts(5000));
@@ -48,21 +44,12 @@ fn the_rust_sdk_refuses_frames_over_max_frame_and_both_ends_keep_serving() {
     // response_info) does not: the service answers TOO_LARGE instead.
     let r = api.send_sync("/echo/fits", b"", &[b'y'; 900], opts(5000));
     assert_eq!(status(&r), Status::TooLarge, "{:?}", r.err());
-    assert_eq!(
-        instance(&mut api),
-        before,
-        "the service instance kept its connection (no restart)"
-    );
+    assert_eq!(instance(&mut api), before, "the service instance kept its connection (no restart)");
 }
 
 #[test]
 fn a_client_that_stops_reading_is_cut_off_at_max_outbox() {
-    let core = Core::start(
-        Config::new()
-            .core("max_frame", 65536)
-            .core("max_outbox", 262_144)
-            .service(echo()),
-    );
+    let core = Core::start(Config::new().core("max_frame", 65536).core("max_outbox", 262_144).service(echo()));
     let mut slow = Raw::connect(&core.socket);
     slow.handshake(1024, "/slow/");
     assert_eq!(slow.subscribe(1, "x"), 0);
@@ -125,10 +112,8 @@ fn http_get(s: &mut TcpStream, path: &str) -> (u16, Vec<u8>) {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
             let status = head[9..12].parse().unwrap();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .map_or(0, |v| v.trim().parse().unwrap());
+            let len: usize =
+                head.lines().find_map(|l| l.strip_prefix("content-length: ")).map_or(0, |v| v.trim().parse().unwrap());
             while buf.len() < end + 4 + len {
                 let n = s.read(&mut chunk).unwrap();
                 assert!(n > 0, "closed mid-body");

@@ -13,11 +13,7 @@ const UNAUTHORIZED: u16 = 11;
 const PROTOCOL: u16 = 12;
 
 fn core() -> Core {
-    Core::start(
-        Config::new()
-            .core("max_frame", 1024)
-            .service(Service::internal("/echo/", "echo").probe("/echo/x")),
-    )
+    Core::start(Config::new().core("max_frame", 1024).service(Service::internal("/echo/", "echo").probe("/echo/x")))
 }
 
 /// Writes `bytes` on a fresh connection (after a HELLO if `hello`) and
@@ -35,12 +31,7 @@ fn rejected(core: &Core, hello: bool, bytes: &[u8], want: u16) -> String {
 }
 
 fn still_served(api: &mut Api) {
-    assert_eq!(
-        api.send_sync("/echo/x", b"", b"alive", opts(5000))
-            .unwrap()
-            .body,
-        b"alive"
-    );
+    assert_eq!(api.send_sync("/echo/x", b"", b"alive", opts(5000)).unwrap().body, b"alive");
 }
 
 #[test]
@@ -51,59 +42,25 @@ fn bad_frames_before_hello() {
     let send = raw::send(raw::SEND_ASYNC, &raw::trans_id(1, 1), 1000, "/echo/x", b"");
     let cases: Vec<(&str, Vec<u8>, u16)> = vec![
         // "GET " read as a length is far over max_frame.
-        (
-            "http garbage",
-            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
-            TOO_LARGE,
-        ),
+        ("http garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), TOO_LARGE),
         ("zero length", vec![0, 0, 0, 0], MALFORMED),
         ("unknown type", Body::new().frame(0x7e), MALFORMED),
-        (
-            "truncated hello",
-            Body::new().u16(1).u32(1).frame(raw::HELLO),
-            MALFORMED,
-        ),
+        ("truncated hello", Body::new().u16(1).u32(1).frame(raw::HELLO), MALFORMED),
         (
             "hello with a trailing byte",
-            Body::new()
-                .u16(1)
-                .u32(1)
-                .u32(0)
-                .str("")
-                .str("/raw/")
-                .u8(0)
-                .frame(raw::HELLO),
+            Body::new().u16(1).u32(1).u32(0).str("").str("/raw/").u8(0).frame(raw::HELLO),
             MALFORMED,
         ),
         (
             "prefix not UTF-8",
-            Body::new()
-                .u16(1)
-                .u32(1)
-                .u32(0)
-                .str("")
-                .u16(2)
-                .raw(&[0xff, 0xfe])
-                .frame(raw::HELLO),
+            Body::new().u16(1).u32(1).u32(0).str("").u16(2).raw(&[0xff, 0xfe]).frame(raw::HELLO),
             MALFORMED,
         ),
         ("send before hello", send, PROTOCOL),
         ("a length prefix of 4 GiB", vec![0xff; 4], TOO_LARGE),
-        (
-            "version 0",
-            raw::hello(0, 1, "", "/raw/"),
-            UNSUPPORTED_VERSION,
-        ),
-        (
-            "unknown token",
-            raw::hello(1, 1, "not-a-token", ""),
-            UNAUTHORIZED,
-        ),
-        (
-            "prefix without /",
-            raw::hello(1, 1, "", "raw"),
-            INVALID_ARGUMENT,
-        ),
+        ("version 0", raw::hello(0, 1, "", "/raw/"), UNSUPPORTED_VERSION),
+        ("unknown token", raw::hello(1, 1, "not-a-token", ""), UNAUTHORIZED),
+        ("prefix without /", raw::hello(1, 1, "", "raw"), INVALID_ARGUMENT),
     ];
     for (what, bytes, want) in cases {
         eprintln!("case: {what}");
@@ -143,22 +100,10 @@ fn bad_frames_after_hello() {
     let cases: Vec<(&str, Vec<u8>, u16)> = vec![
         ("zero length", vec![0, 0, 0, 0], MALFORMED),
         ("unknown type", Body::new().u32(1).frame(0x7e), MALFORMED),
-        (
-            "ping with trailing byte",
-            Body::new().u64(1).u8(0).frame(raw::PING),
-            MALFORMED,
-        ),
-        (
-            "truncated return",
-            Body::new().raw(&[0; 10]).frame(raw::RETURN),
-            MALFORMED,
-        ),
+        ("ping with trailing byte", Body::new().u64(1).u8(0).frame(raw::PING), MALFORMED),
+        ("truncated return", Body::new().raw(&[0; 10]).frame(raw::RETURN), MALFORMED),
         ("hello twice", raw::hello(1, 1, "", "/raw/"), PROTOCOL),
-        (
-            "a core-to-instance frame",
-            Body::new().u32(100).frame(raw::TERMINATE),
-            PROTOCOL,
-        ),
+        ("a core-to-instance frame", Body::new().u32(100).frame(raw::TERMINATE), PROTOCOL),
         (
             "a REQUEST, which only the core sends",
             Body::new()
@@ -176,30 +121,14 @@ fn bad_frames_after_hello() {
         ),
         (
             "a RESPONSE, which only the core sends",
-            Body::new()
-                .raw(&[0; 16])
-                .u16(0)
-                .bytes(b"")
-                .bytes(b"")
-                .frame(raw::RESPONSE),
+            Body::new().raw(&[0; 16]).u16(0).bytes(b"").bytes(b"").frame(raw::RESPONSE),
             PROTOCOL,
         ),
-        (
-            "a WELCOME, which only the core sends",
-            Body::new().frame(raw::WELCOME),
-            MALFORMED,
-        ),
+        ("a WELCOME, which only the core sends", Body::new().frame(raw::WELCOME), MALFORMED),
         ("a length prefix of 4 GiB", vec![0xff; 4], TOO_LARGE),
         (
             "a name whose length runs past the frame",
-            Body::new()
-                .raw(&[0; 16])
-                .u32(1000)
-                .u8(0)
-                .u8(0)
-                .u16(100)
-                .raw(b"/echo")
-                .frame(raw::SEND_ASYNC),
+            Body::new().raw(&[0; 16]).u32(1000).u8(0).u8(0).u16(100).raw(b"/echo").frame(raw::SEND_ASYNC),
             MALFORMED,
         ),
         (
@@ -270,15 +199,8 @@ fn a_trans_id_already_in_flight_is_refused_and_the_first_still_ends_once() {
     let w = c.handshake(1, "/raw/");
     let tid = raw::trans_id(w.node_id, w.instance_id);
     // Waits for a subscriber that never comes: in flight for 500 ms.
-    let waiting = Body::new()
-        .raw(&tid)
-        .u32(500)
-        .u8(0)
-        .u8(1)
-        .str("/nobody/x")
-        .bytes(b"")
-        .bytes(b"")
-        .frame(raw::SEND_ASYNC);
+    let waiting =
+        Body::new().raw(&tid).u32(500).u8(0).u8(1).str("/nobody/x").bytes(b"").bytes(b"").frame(raw::SEND_ASYNC);
     c.write(&waiting);
     c.write(&raw::send(raw::SEND_ASYNC, &tid, 500, "/echo/x", b""));
     let mut statuses = vec![];
@@ -290,11 +212,7 @@ fn a_trans_id_already_in_flight_is_refused_and_the_first_still_ends_once() {
         statuses.push(r.u16());
     }
     assert_eq!(statuses, [MALFORMED, 1 /* TIMEOUT */]);
-    assert_eq!(
-        c.read(Duration::from_millis(300)),
-        raw::Got::Nothing,
-        "exactly one response each"
-    );
+    assert_eq!(c.read(Duration::from_millis(300)), raw::Got::Nothing, "exactly one response each");
 }
 
 #[test]
@@ -326,9 +244,7 @@ fn frames_cut_mid_way_then_closed_leave_nothing_behind() {
     // Two connections at most: a cut connection the core failed to clean up
     // would hold a place and refuse the clients at the end.
     let core = Core::start(
-        Config::new()
-            .core("max_connections", 3)
-            .service(Service::internal("/echo/", "echo").probe("/echo/x")),
+        Config::new().core("max_connections", 3).service(Service::internal("/echo/", "echo").probe("/echo/x")),
     );
     let hello = raw::hello(1, 1, "", "/raw/");
     for round in 0..10 {

@@ -7,106 +7,48 @@ use cumulo_e2e::*;
 #[test]
 fn a_service_exiting_at_start_is_given_up_after_max_r_restarts() {
     let cfg = Config::new()
-        .service(
-            ts!("/bad/")
-                .mode("exit")
-                .set("max_r", 2)
-                .set("max_t", 60)
-                .set("restart_delay", 50)
-                .no_wait(),
-        )
+        .service(ts!("/bad/").mode("exit").set("max_r", 2).set("max_t", 60).set("restart_delay", 50).no_wait())
         .service(ts!("/ok/"));
     let mut core = Core::start(cfg);
     let give_up = core.wait_lines(&["giving up", "service=/bad/", "process=0"], 1, ms(15_000));
-    assert!(
-        give_up[0].contains("more than 2 restarts within 60 s"),
-        "{}",
-        give_up[0]
-    );
+    assert!(give_up[0].contains("more than 2 restarts within 60 s"), "{}", give_up[0]);
     std::thread::sleep(ms(400)); // time for a wrong extra restart to show
-    assert_eq!(
-        core.lines_with(&["process 0 started", "service=/bad/"])
-            .len(),
-        3,
-        "first start + 2 restarts"
-    );
-    let init = core.lines_with(&[
-        "init failed: the process exited before connecting",
-        "service=/bad/",
-        "process=0",
-    ]);
+    assert_eq!(core.lines_with(&["process 0 started", "service=/bad/"]).len(), 3, "first start + 2 restarts");
+    let init = core.lines_with(&["init failed: the process exited before connecting", "service=/bad/", "process=0"]);
     assert_eq!(init.len(), 3);
-    assert_eq!(
-        core.lines_with(&["process 0 exited with code 1", "service=/bad/"])
-            .len(),
-        3
-    );
+    assert_eq!(core.lines_with(&["process 0 exited with code 1", "service=/bad/"]).len(), 3);
     assert!(core.try_wait().is_none(), "the core must keep running");
     let mut api = core.client();
-    assert_eq!(
-        api.send_sync("/ok/x", b"", b"still", opts(5000))
-            .unwrap()
-            .body,
-        b"still"
-    );
-    assert_eq!(
-        status(&api.send_sync("/bad/x", b"", b"", opts(5000))),
-        Status::NoService
-    );
+    assert_eq!(api.send_sync("/ok/x", b"", b"still", opts(5000)).unwrap().body, b"still");
+    assert_eq!(status(&api.send_sync("/bad/x", b"", b"", opts(5000))), Status::NoService);
 }
 
 #[test]
 fn restarts_older_than_max_t_do_not_count() {
     // 1 restart per 1 s window, a restart every ~1.2 s: never given up.
-    let svc = ts!("/flaky/")
-        .mode("exit")
-        .set("max_r", 1)
-        .set("max_t", 1)
-        .set("restart_delay", 1200)
-        .no_wait();
+    let svc = ts!("/flaky/").mode("exit").set("max_r", 1).set("max_t", 1).set("restart_delay", 1200).no_wait();
     let core = Core::start(Config::new().service(svc));
     core.wait_lines(&["process 0 started", "service=/flaky/"], 3, ms(15_000));
-    assert!(
-        core.lines_with(&["giving up"]).is_empty(),
-        "gave up though restarts were spaced out"
-    );
+    assert!(core.lines_with(&["giving up"]).is_empty(), "gave up though restarts were spaced out");
 }
 
 #[test]
 fn init_timeout_names_the_service_and_process() {
-    let svc = ts!("/mute/")
-        .mode("noconnect")
-        .set("count_process", 2)
-        .set("timeout_init", 300)
-        .set("max_r", 0)
-        .no_wait();
+    let svc =
+        ts!("/mute/").mode("noconnect").set("count_process", 2).set("timeout_init", 300).set("max_r", 0).no_wait();
     let core = Core::start(Config::new().service(svc));
     for p in ["process=0", "process=1"] {
         let l = core.wait_lines(&["init failed", "service=/mute/", p], 1, ms(10_000));
-        assert!(
-            l[0].contains("0 of 1 threads connected within timeout_init (300 ms)"),
-            "{}",
-            l[0]
-        );
+        assert!(l[0].contains("0 of 1 threads connected within timeout_init (300 ms)"), "{}", l[0]);
         core.wait_lines(&["giving up", "service=/mute/", p], 1, ms(10_000));
     }
 }
 
 #[test]
 fn a_program_that_cannot_be_run_is_reported() {
-    let svc = Service::program("/nope/", "/nonexistent/program")
-        .set("max_r", 0)
-        .no_wait();
+    let svc = Service::program("/nope/", "/nonexistent/program").set("max_r", 0).no_wait();
     let core = Core::start(Config::new().service(svc));
-    let l = core.wait_lines(
-        &[
-            "cannot start /nonexistent/program",
-            "service=/nope/",
-            "process=0",
-        ],
-        1,
-        ms(10_000),
-    );
+    let l = core.wait_lines(&["cannot start /nonexistent/program", "service=/nope/", "process=0"], 1, ms(10_000));
     assert!(l[0].contains("No such file"), "{}", l[0]);
     core.wait_lines(&["giving up", "service=/nope/"], 1, ms(10_000));
 }

@@ -15,20 +15,14 @@ fn sigterm_stops_everything_and_fails_queued_requests() {
     assert_eq!(pids.len(), 3);
     let mut api = core.client();
     api.send_async("/busy/x", b"", b"", opts(30_000)); // delivered: the service hangs in it
-    let queued: Vec<_> = (0..3)
-        .map(|_| api.send_async("/busy/x", b"", b"", opts(30_000)))
-        .collect();
+    let queued: Vec<_> = (0..3).map(|_| api.send_async("/busy/x", b"", b"", opts(30_000))).collect();
     api.flush().unwrap();
     std::thread::sleep(ms(300)); // the core has them: one delivered, three queued
 
     let t = Instant::now();
     core.signal(libc::SIGTERM);
     for tid in &queued {
-        let r = api
-            .recv_async(Some(*tid), ms(5000))
-            .unwrap()
-            .expect("a response")
-            .1;
+        let r = api.recv_async(Some(*tid), ms(5000)).unwrap().expect("a response").1;
         assert_eq!(status(&r), Status::ShuttingDown);
     }
     let st = core.wait_exit(ms(10_000)).expect("the core exits");
@@ -37,22 +31,10 @@ fn sigterm_stops_everything_and_fails_queued_requests() {
     // The hung service gets timeout_terminate, then SIGTERM.
     assert!(took < ms(1000 + 2000), "exited after {took:?}");
     for pid in pids {
-        assert!(
-            !Path::new(&format!("/proc/{pid}")).exists(),
-            "service process {pid} outlived the core"
-        );
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "service process {pid} outlived the core");
     }
-    assert_eq!(
-        core.lines_with(&["exited with code 0", "service=/idle/"])
-            .len(),
-        2,
-        "idle services left on TERMINATE"
-    );
-    core.wait_lines(
-        &["still running 1000 ms after TERMINATE", "service=/busy/"],
-        1,
-        ms(100),
-    );
+    assert_eq!(core.lines_with(&["exited with code 0", "service=/idle/"]).len(), 2, "idle services left on TERMINATE");
+    core.wait_lines(&["still running 1000 ms after TERMINATE", "service=/busy/"], 1, ms(100));
     assert!(!core.socket.exists(), "the socket file is removed");
 }
 
@@ -69,9 +51,7 @@ fn sigint_without_services_exits_0_at_once() {
 
 #[test]
 fn sends_after_the_shutdown_began_fail_with_shutting_down() {
-    let mut core = Core::start(
-        Config::new().service(ts!("/busy/").mode("hang").set("timeout_terminate", 1500)),
-    );
+    let mut core = Core::start(Config::new().service(ts!("/busy/").mode("hang").set("timeout_terminate", 1500)));
     let mut api = core.client();
     // A hung request keeps the service, and so the core, up for a while.
     api.send_async("/busy/x", b"", b"", opts(30_000));

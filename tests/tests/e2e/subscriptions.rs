@@ -3,19 +3,12 @@
 use cumulo_e2e::*;
 use std::collections::HashMap;
 
-fn handler(
-    tag: &'static str,
-) -> impl FnMut(&mut Api, &cumulo::Request<'_>) -> cumulo::HandlerResult {
+fn handler(tag: &'static str) -> impl FnMut(&mut Api, &cumulo::Request<'_>) -> cumulo::HandlerResult {
     move |_, _| Ok(cumulo::Answer::body(tag))
 }
 
 /// Serves `/s/x` from a thread subscribed `times` times, until `stop` exists.
-fn server(
-    socket: String,
-    tag: &'static str,
-    times: u32,
-    stop: std::path::PathBuf,
-) -> std::thread::JoinHandle<()> {
+fn server(socket: String, tag: &'static str, times: u32, stop: std::path::PathBuf) -> std::thread::JoinHandle<()> {
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
         let mut api = Api::connect(Options::unmanaged(socket, "/s/")).unwrap();
@@ -41,9 +34,7 @@ fn subscribing_twice_doubles_the_share() {
     let mut api = core.client();
     let mut count: HashMap<Vec<u8>, u32> = HashMap::new();
     for _ in 0..30 {
-        *count
-            .entry(api.send_sync("/s/x", b"", b"", opts(5000)).unwrap().body)
-            .or_default() += 1;
+        *count.entry(api.send_sync("/s/x", b"", b"", opts(5000)).unwrap().body).or_default() += 1;
     }
     assert_eq!((count[&b"a".to_vec()], count[&b"b".to_vec()]), (20, 10));
     std::fs::write(&stop, "").unwrap();
@@ -62,14 +53,7 @@ fn unsubscribe_stops_the_traffic() {
     srv.unsubscribe("x").unwrap();
     assert_eq!(srv.subscribe_count("x").unwrap(), 1);
     srv.unsubscribe("x").unwrap();
-    assert_eq!(
-        status(&srv.unsubscribe("x")),
-        Status::InvalidArgument,
-        "not subscribed any more"
-    );
+    assert_eq!(status(&srv.unsubscribe("x")), Status::InvalidArgument, "not subscribed any more");
     let mut api = core.client();
-    assert_eq!(
-        status(&api.send_sync("/s/x", b"", b"", opts(5000))),
-        Status::NoService
-    );
+    assert_eq!(status(&api.send_sync("/s/x", b"", b"", opts(5000))), Status::NoService);
 }

@@ -5,11 +5,7 @@ use cumulo_e2e::*;
 use std::time::Instant;
 
 fn wait_opts(timeout: u32) -> SendOptions {
-    SendOptions {
-        timeout,
-        wait_for_service: true,
-        ..Default::default()
-    }
+    SendOptions { timeout, wait_for_service: true, ..Default::default() }
 }
 
 #[test]
@@ -34,27 +30,17 @@ fn a_late_subscriber_gets_the_waiting_request() {
     });
     let mut api = core.client();
     let t = Instant::now();
-    let r = api
-        .send_sync("/late/x", b"", b"hi", wait_opts(8000))
-        .unwrap();
+    let r = api.send_sync("/late/x", b"", b"hi", wait_opts(8000)).unwrap();
     assert_eq!(r.body, b"late:hi");
-    assert!(
-        t.elapsed() >= ms(650),
-        "answered after {:?}, before the subscriber existed",
-        t.elapsed()
-    );
+    assert!(t.elapsed() >= ms(650), "answered after {:?}, before the subscriber existed", t.elapsed());
     late.join().unwrap();
 }
 
 #[test]
 fn a_managed_service_started_later_gets_it() {
-    let core = Core::start(
-        Config::new().service(ts!("/slowstart/").env("TS_START_DELAY_MS", 800).no_wait()),
-    );
+    let core = Core::start(Config::new().service(ts!("/slowstart/").env("TS_START_DELAY_MS", 800).no_wait()));
     let mut api = core.client();
-    let r = api
-        .send_sync("/slowstart/x", b"", b"", wait_opts(10_000))
-        .unwrap();
+    let r = api.send_sync("/slowstart/x", b"", b"", wait_opts(10_000)).unwrap();
     assert_eq!(field(&r, "tag"), "/slowstart/");
 }
 
@@ -65,9 +51,5 @@ fn nobody_comes_means_timeout_not_no_service() {
     let t = Instant::now();
     let r = api.send_sync("/never/x", b"", b"", wait_opts(600));
     assert_eq!(status(&r), Status::Timeout);
-    assert!(
-        t.elapsed() >= ms(580) && t.elapsed() < ms(2000),
-        "took {:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() >= ms(580) && t.elapsed() < ms(2000), "took {:?}", t.elapsed());
 }

@@ -62,9 +62,7 @@ fn invalid_patterns_are_refused() {
         let r = api.subscribe(bad, |_, _| Ok(cumulo::Answer::body("")));
         assert_eq!(status(&r), Status::InvalidArgument, "{bad}");
     }
-    assert!(api
-        .subscribe("a/*/b?", |_, _| Ok(cumulo::Answer::body("")))
-        .is_ok());
+    assert!(api.subscribe("a/*/b?", |_, _| Ok(cumulo::Answer::body(""))).is_ok());
 }
 
 /// Wildcard characters in a name are plain characters (PROTOCOL.md 6: they
@@ -72,9 +70,7 @@ fn invalid_patterns_are_refused() {
 /// wildcards, is looked up as such.
 #[test]
 fn a_name_equal_to_a_wildcard_pattern_is_not_an_exact_match() {
-    let cfg = Config::new()
-        .service(sub("star", "*"))
-        .service(sub("qmark", "?"));
+    let cfg = Config::new().service(sub("star", "*")).service(sub("qmark", "?"));
     let core = Core::start(cfg);
     let mut api = core.client();
     // Both /w/* and /w/? match the name "/w/?" as wildcards, with 2 literal

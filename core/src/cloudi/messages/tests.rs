@@ -11,10 +11,16 @@ fn hex(s: &str) -> Vec<u8> {
 fn decodes_erlang_py_terms() {
     let b = hex("836806730973656e645f73796e636b0003612f626d000000046b0076006d0000000372657162000013886100");
     let ApiMessage::SendSync(s) = decode(&b).unwrap() else { panic!("not send_sync") };
-    assert_eq!(s, ApiSend { name: Cow::Borrowed(b"a/b"), request_info: b"k\0v\0", request: b"req", timeout: 5000, priority: 0 });
+    assert_eq!(
+        s,
+        ApiSend { name: Cow::Borrowed(b"a/b"), request_info: b"k\0v\0", request: b"req", timeout: 5000, priority: 0 }
+    );
 
     let b = hex("836804730a726563765f6173796e636e0400ffffffff6d0000001000000000000000000000000000000000770474727565");
-    assert_eq!(decode(&b).unwrap(), ApiMessage::RecvAsync { timeout: u32::MAX, trans_id: NULL_TRANS_ID, consume: true });
+    assert_eq!(
+        decode(&b).unwrap(),
+        ApiMessage::RecvAsync { timeout: u32::MAX, trans_id: NULL_TRANS_ID, consume: true }
+    );
 
     assert_eq!(decode(&hex("836802730873687574646f776e6a")).unwrap(), ApiMessage::Shutdown(Cow::Borrowed(b"")));
     assert_eq!(decode(&hex("837307706f6c6c696e67")).unwrap(), ApiMessage::Polling);
@@ -58,10 +64,20 @@ fn encodes_the_layouts_the_apis_parse() {
 
     out.clear();
     let tid = TransId([9; 16]);
-    encode_request(&mut out, &Request {
-        sync: true, name: "/p/a", pattern: "/p/*", request_info: b"", request: b"x",
-        timeout: 1000, priority: -1, trans_id: &tid, source: (1 << 32) | 5,
-    });
+    encode_request(
+        &mut out,
+        &Request {
+            sync: true,
+            name: "/p/a",
+            pattern: "/p/*",
+            request_info: b"",
+            request: b"x",
+            timeout: 1000,
+            priority: -1,
+            trans_id: &tid,
+            source: (1 << 32) | 5,
+        },
+    );
     let body = &out[4..];
     assert_eq!(&body[0..4], &SEND_SYNC.to_ne_bytes());
     assert_eq!(&body[4..8], &5u32.to_ne_bytes());

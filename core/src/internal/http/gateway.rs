@@ -83,7 +83,8 @@ impl Gateway {
             plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: {why}\n"))
         } else if name.len() > self.api.max_name() {
             let max = self.api.max_name();
-            let text = format!("uri too long: the service name would be {} bytes, over {max} (core.max_name)\n", name.len());
+            let text =
+                format!("uri too long: the service name would be {} bytes, over {max} (core.max_name)\n", name.len());
             plain_and_close(StatusCode::URI_TOO_LONG, text)
         } else {
             match self.payload(&parts, body).await {
