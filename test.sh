@@ -36,6 +36,8 @@ suite() {
 }
 py="$root/sdk/python/.venv/bin/python"
 
+suite "Rust: format and lints (cargo fmt --check; cargo clippy -D warnings, workspace lints in Cargo.toml)" \
+    bash -c "cargo fmt --all --check && cargo clippy --release --workspace --all-targets --quiet -- -D warnings"
 suite "Rust: codec vectors, core, Rust SDK, core and cluster end-to-end" cargo test --release --workspace --no-fail-fast
 suite "Fuzzing: regression inputs, then every target briefly (bash fuzz/run.sh --quick)" bash fuzz/run.sh --quick
 suite "C and C++ SDKs" bash sdk/c/test.sh

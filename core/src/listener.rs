@@ -173,20 +173,23 @@ where
     };
     // A connection holds a descriptor and a buffer from its first byte: it
     // counts against core.max_connections before it says HELLO.
-    let handshaking = {
+    let refused = {
         let mut c = core.borrow_mut();
         let max = c.limits.max_connections as usize;
         if c.instances.len() + c.handshaking >= max {
-            let msg = format!("connection limit reached ({max} connections, core.max_connections)");
             c.limit_refusals.warn(|n| {
                 format!("refused {n} connection(s) over core.max_connections ({max}); last from {}", peer.label)
             });
-            drop(c);
-            return write_error(&mut wr, Status::InvalidArgument, &msg).await;
+            Some(format!("connection limit reached ({max} connections, core.max_connections)"))
+        } else {
+            c.handshaking += 1;
+            None
         }
-        c.handshaking += 1;
-        Handshaking(core.clone())
     };
+    if let Some(msg) = refused {
+        return write_error(&mut wr, Status::InvalidArgument, &msg).await;
+    }
+    let handshaking = Handshaking(core.clone());
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     let outbox = Outbox::new(max_outbox);
     let admitted = match read_hello(&core, &mut rd, &mut rb).await {

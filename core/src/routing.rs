@@ -122,11 +122,9 @@ fn select(
 /// A uniformly random instance among those that pass `keep`, in one pass
 /// with no allocation (reservoir sampling of one).
 fn pick_where(list: &[InstanceId], keep: impl Fn(&InstanceId) -> bool) -> Option<InstanceId> {
-    let mut seen = 0usize;
     let mut chosen = None;
-    for id in list.iter().filter(|id| keep(id)) {
-        seen += 1;
-        if fastrand::usize(..seen) == 0 {
+    for (seen, id) in list.iter().filter(|id| keep(id)).enumerate() {
+        if fastrand::usize(..=seen) == 0 {
             chosen = Some(*id);
         }
     }

@@ -167,10 +167,10 @@ fn the_search_finds_a_known_capacity_within_10_percent_in_quick_mode() {
     let dir = Scratch::new("known");
     let r = search_paced(&dir, "", &["--quick", "--duration", "50s"]);
     let rate = stable_rate(&r);
-    assert!(rate >= 0.9 * PACED_CAPACITY && rate <= 1.02 * PACED_CAPACITY, "stable at {rate}; the capacity is 2000");
+    assert!((0.9 * PACED_CAPACITY..=1.02 * PACED_CAPACITY).contains(&rate), "stable at {rate}; the capacity is 2000");
     // The probe bounded the capacity first, and the search started near it.
     let probe = r["probe_rate"].as_f64().unwrap();
-    assert!(probe >= 0.8 * PACED_CAPACITY && probe <= 1.05 * PACED_CAPACITY, "the probe answered {probe}/s");
+    assert!((0.8 * PACED_CAPACITY..=1.05 * PACED_CAPACITY).contains(&probe), "the probe answered {probe}/s");
     let first = r["ticks"][0]["target_rate"].as_f64().unwrap();
     assert!(first > 0.7 * PACED_CAPACITY, "the search started at {first}");
     // The report says how the search's failed ticks failed.
@@ -190,7 +190,7 @@ fn the_search_finds_a_known_capacity_within_5_percent_in_full_mode() {
     let dir = Scratch::new("known-full");
     let r = search_paced(&dir, "", &["--duration", "8m"]);
     let rate = stable_rate(&r);
-    assert!(rate >= 0.95 * PACED_CAPACITY && rate <= 1.02 * PACED_CAPACITY, "stable at {rate}; the capacity is 2000");
+    assert!((0.95 * PACED_CAPACITY..=1.02 * PACED_CAPACITY).contains(&rate), "stable at {rate}; the capacity is 2000");
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn a_capacity_that_halves_during_the_run_is_followed_down() {
     // 4 s after the first request, each request takes 4 ms: 1000/s.
     let r = search_paced(&dir, ", PACED_SLOWER_AFTER_S = \"4\"", &["--quick", "--duration", "50s"]);
     let rate = stable_rate(&r);
-    assert!(rate >= 0.9 * 1000.0 && rate <= 1.02 * 1000.0, "stable at {rate}; the capacity fell to 1000");
+    assert!((0.9 * 1000.0..=1.02 * 1000.0).contains(&rate), "stable at {rate}; the capacity fell to 1000");
     // It had held more than the new capacity before the change.
     let ticks = r["ticks"].as_array().unwrap();
     assert!(ticks.iter().any(|t| t["failed"].is_null() && t["rate"].as_f64().unwrap() > 1500.0), "{ticks:?}");
@@ -215,7 +215,7 @@ fn a_stall_early_in_the_run_does_not_cap_the_search() {
     // once capped a whole run.
     let r = search_paced(&dir, ", PACED_STALL_AT_S = \"2\"", &["--quick", "--duration", "50s", "--timeout", "400ms"]);
     let rate = stable_rate(&r);
-    assert!(rate >= 0.9 * PACED_CAPACITY && rate <= 1.02 * PACED_CAPACITY, "stable at {rate}; the capacity is 2000");
+    assert!((0.9 * PACED_CAPACITY..=1.02 * PACED_CAPACITY).contains(&rate), "stable at {rate}; the capacity is 2000");
     // The stall happened under load: requests timed out.
     assert!(r["totals"]["timeouts"].as_u64().unwrap() > 0, "{}", r["totals"]);
 }

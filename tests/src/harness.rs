@@ -1,4 +1,5 @@
 //! A real `cumulo run` process with its own config, socket and log.
+#![allow(unsafe_code, reason = "signals and rlimits for test processes through libc; a SAFETY comment on every block")]
 
 use crate::config::Config;
 use cumulo::{Api, Options, SendOptions};

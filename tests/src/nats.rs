@@ -1,6 +1,7 @@
 //! Real `nats-server` processes for the cluster tests: one server, or a
 //! NATS cluster of several (routes between them), on free loopback ports,
 //! killed on drop.
+#![allow(unsafe_code, reason = "signals and rlimits for test processes through libc; a SAFETY comment on every block")]
 
 use crate::harness::{free_port, TempDir};
 use std::path::PathBuf;

@@ -226,6 +226,7 @@ impl Adapter {
         }
     }
 
+    #[allow(clippy::too_many_arguments, reason = "the connection's halves, buffers and limits, each used in the loop")]
     async fn serve(
         &mut self,
         core: &Shared,

@@ -115,7 +115,7 @@ async fn run_lane(t: &HttpTarget, mut sender: Option<Sender>, mut pacer: Pacer, 
             Due::At(d) => Some(d),
             Due::Now => None,
         };
-        if sender.as_ref().map_or(true, |s| s.is_closed()) {
+        if sender.as_ref().is_none_or(|s| s.is_closed()) {
             sender = open(t).await.ok();
         }
         let now = Instant::now();

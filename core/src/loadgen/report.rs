@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_constant() {
-        let r = sample(std::iter::repeat(500).take(10_000));
+        let r = sample(std::iter::repeat_n(500, 10_000));
         assert_eq!((r.count, r.mean, r.stddev), (10_000, Some(500.0), Some(0.0)));
         assert_eq!((r.skewness, r.kurtosis), (None, None));
         assert_eq!((r.skewness_words, r.kurtosis_words, r.distribution), ("undefined", "undefined", "undefined"));

@@ -163,7 +163,7 @@ mod tests {
             }
         }
         due.sort();
-        let want: Vec<Duration> = (0..12).map(|i| Duration::from_millis(i)).collect();
+        let want: Vec<Duration> = (0..12).map(Duration::from_millis).collect();
         assert_eq!(due, want);
     }
 

@@ -63,7 +63,7 @@ pub fn distribution_words(skewness: Option<f64>, kurtosis: Option<f64>) -> &'sta
             let (lo, hi) = (curve(s - s_margin), curve(s + s_margin));
             lo.min(hi) < k && k < lo.max(hi)
         };
-        if fits && best.map_or(true, |(d, _)| (at - k).abs() < d) {
+        if fits && best.is_none_or(|(d, _)| (at - k).abs() < d) {
             best = Some(((at - k).abs(), name));
         }
     }

@@ -1,7 +1,7 @@
 //! Starts the real `cumulo` binary with a config of the test's own (socket,
 //! admin port, services) in a temporary folder, and talks to it: over HTTP
 //! to its admin API, and over its socket as an unmanaged SDK instance.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses a different part of these helpers")]
 
 use serde_json::Value;
 use std::io::{Read, Write};

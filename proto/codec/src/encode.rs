@@ -15,7 +15,7 @@ fn begin(out: &mut Vec<u8>, ty: u8) -> usize {
 }
 
 #[inline]
-fn finish(out: &mut Vec<u8>, at: usize) {
+fn finish(out: &mut [u8], at: usize) {
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }

@@ -64,8 +64,11 @@ impl<'a> Iterator for Pairs<'a> {
     }
 }
 
+/// One key/value pair, both borrowed from the buffer.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// Collects all pairs, or the first error.
-pub fn parse_all(buf: &[u8]) -> Result<Vec<(&[u8], &[u8])>, InfoError> {
+pub fn parse_all(buf: &[u8]) -> Result<Vec<Pair<'_>>, InfoError> {
     parse(buf).collect()
 }
 

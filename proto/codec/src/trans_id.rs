@@ -53,6 +53,7 @@ impl TransIdGen {
     pub fn new(node_id: u32, instance_id: u32) -> Self {
         TransIdGen { node_id, instance_id, last: 0 }
     }
+    #[allow(clippy::should_implement_trait, reason = "a generator that never ends, not an iterator")]
     pub fn next(&mut self) -> TransId {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
         self.last = if now > self.last { now } else { self.last + 1 };

@@ -24,6 +24,7 @@
 //! the order requests were served in).
 //!
 //! Each instance prints `ts-ready ...` once subscribed; the core logs it.
+#![allow(unsafe_code, reason = "signals and rlimits for test processes through libc; a SAFETY comment on every block")]
 
 use cumulo::{Answer, Api, HandlerResult, Options, Request};
 use std::time::Duration;

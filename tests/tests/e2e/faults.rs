@@ -3,6 +3,7 @@
 //! is restarted, removed and added through the admin API. Every request it
 //! was due to send must be accounted for (sent = ok + errors + timed out +
 //! unanswered) and none may be left unanswered past its timeout.
+#![allow(unsafe_code, reason = "signals and rlimits for test processes through libc; a SAFETY comment on every block")]
 
 use cumulo_e2e::*;
 use std::time::{Duration, Instant};

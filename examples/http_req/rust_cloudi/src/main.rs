@@ -27,7 +27,7 @@ fn answer(body: &[u8]) -> Vec<u8> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the signature of CloudI's request callback")]
 fn request(
     _request_type: &RequestType,
     _name: &str,
