@@ -1,6 +1,9 @@
 //! The few operating-system calls the standard library and tokio do not
 //! offer. The only module allowed `unsafe`.
-#![allow(unsafe_code, reason = "the one module of the core that calls the OS directly; a SAFETY comment on every block")]
+#![allow(
+    unsafe_code,
+    reason = "the one module of the core that calls the OS directly; a SAFETY comment on every block"
+)]
 
 use tokio::process::Command;
 
