@@ -62,8 +62,28 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 # port_open PORT: something accepts connections on 127.0.0.1:PORT.
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# wait_http_ok URL: up to 20 s until URL answers 200.
+wait_http_ok() {
+    local _
+    for _ in $(seq 200); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" = 200 ] && return 0
+        sleep 0.1
+    done
+    echo "no 200 from $1" >&2
+    return 1
+}
+
 # median: the median of the numbers on stdin, one per line (0 if none).
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# to_ms LATENCY: a latency as wrk prints it ("850.00us", "2.63ms", "1.02s"), in ms.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        if (v ~ /us$/) { sub(/us$/, "", v); printf "%.2f", v / 1000 }
+        else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.2f", v }
+        else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.2f", v * 1000 }
+        else print "?" }'
+}
 
 # cpu_ticks PID...: user + system clock ticks (all threads) of the
 # processes, summed; a process that is gone counts 0.
