@@ -16,6 +16,8 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # the NATS server the cluster tests and examples run (Debian puts it in /usr/sbin)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# the SDKs' linters that come from Debian (sdk/<language>/test.sh runs them)
+command -v perlcritic >/dev/null 2>&1 || missing+=(libperl-critic-perl)
 pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$pyinc/Python.h" ] || missing+=(python3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -51,6 +53,12 @@ if [ ! -f "$venv/.installed" ] || [ -n "$(find sdk/python/src sdk/python/src_c s
     say "installing the Python SDK into $venv"
     (cd sdk/python && "../../$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall . >/dev/null)
     touch "$venv/.installed"
+fi
+# ruff, the Python linter sdk/python/test.sh runs (the version it pins)
+ruff_version=$(sed -n 's/^RUFF_VERSION=//p' sdk/python/test.sh)
+if [ "$("$venv/bin/ruff" --version 2>/dev/null)" != "ruff $ruff_version" ]; then
+    say "installing ruff $ruff_version into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "ruff==$ruff_version" >/dev/null
 fi
 
 # --- CloudI's own Python API (PyPI cloudi, with erlang_py), for the

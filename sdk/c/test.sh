@@ -2,7 +2,9 @@
 # Tests of the cumulo C and C++ SDKs: the C suite, the C++ suite, both again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, standalone builds of the
 # http_req examples, and short libFuzzer runs of the frame and key/value
-# parsers (when clang is available). Exits non-zero on any failure.
+# parsers (when clang is available). Every build but the fuzzing one compiles
+# with -Wall -Wextra -Werror: the compilers' warnings are these SDKs' linter.
+# Exits non-zero on any failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -10,6 +12,7 @@ cpp="$(cd "$here/../cpp" && pwd)"
 examples="$(cd "$here/../../examples/http_req" && pwd)"
 fuzz_seconds="${CUMULO_FUZZ_SECONDS:-20}"
 jobs=2
+strict=(-DCMAKE_C_FLAGS="-Wall -Wextra -Werror" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror")
 
 # --- tools: cmake, a C/C++ compiler, cJSON (tests only), clang (fuzzing)
 missing=()
@@ -51,14 +54,14 @@ suite() {
   (cd "$dir" && ctest --output-on-failure -j "$jobs")
 }
 
-suite "C SDK" "$here" "$here/build" -DCMAKE_BUILD_TYPE=Debug
-suite "C++ SDK" "$cpp" "$cpp/build" -DCMAKE_BUILD_TYPE=Debug
-suite "C SDK, address+undefined sanitizers" "$here" "$here/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCUMULO_SANITIZE=ON
-suite "C++ SDK, address+undefined sanitizers" "$cpp" "$cpp/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCUMULO_SANITIZE=ON
+suite "C SDK" "$here" "$here/build" -DCMAKE_BUILD_TYPE=Debug "${strict[@]}"
+suite "C++ SDK" "$cpp" "$cpp/build" -DCMAKE_BUILD_TYPE=Debug "${strict[@]}"
+suite "C SDK, address+undefined sanitizers" "$here" "$here/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCUMULO_SANITIZE=ON "${strict[@]}"
+suite "C++ SDK, address+undefined sanitizers" "$cpp" "$cpp/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCUMULO_SANITIZE=ON "${strict[@]}"
 
 echo "== http_req examples (standalone builds)"
 for lang in c cpp; do
-  build "$examples/$lang" "$examples/$lang/build" -DCMAKE_BUILD_TYPE=Release
+  build "$examples/$lang" "$examples/$lang/build" -DCMAKE_BUILD_TYPE=Release "${strict[@]}"
   [ -x "$examples/$lang/build/http_req" ] || { echo "error: $lang example not built" >&2; exit 1; }
   echo "examples/http_req/$lang/build/http_req built"
 done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Java SDK's test suite, then installs the SDK and compiles the Java http_req example.
+# Runs the Java SDK's test suite, then installs the SDK and compiles the Java http_req example,
+# all with javac's lint on and its warnings as errors (-Xlint:all -Werror, pom.xml).
 # Installs a JDK and Maven first when they are missing. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -49,4 +50,4 @@ print_summary
 [ "$status" -eq 0 ] || exit "$status"
 
 example=../../examples/http_req/java
-javac -d "$example/target" -cp target/cumulo-0.1.0.jar "$example/HttpReq.java"
+javac -Xlint:all -Werror -d "$example/target" -cp target/cumulo-0.1.0.jar "$example/HttpReq.java"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the JavaScript SDK's test suite: installs Node.js if missing and the
-# devDependencies (TypeScript, for checking index.d.ts), then node --test.
+# devDependencies (TypeScript, for checking index.d.ts), checks the syntax of
+# every file of the SDK and its http_req example (node --check), then node --test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -20,5 +21,9 @@ if [ ! -d node_modules/typescript ] || [ package-lock.json -nt node_modules/.pac
     echo "warning: npm ci failed; the index.d.ts check will be skipped" >&2
   fi
 fi
+
+for file in *.js test/*.js ../../examples/http_req/javascript/*.mjs; do
+  node --check "$file" || { echo "test.sh: node --check failed on $file" >&2; exit 1; }
+done
 
 exec node --test test/*.test.js

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs the Perl SDK's test suite with prove (perl and its core modules only).
+# Lints the Perl SDK and its http_req example with perlcritic (.perlcriticrc),
+# then runs its test suite with prove (perl and its core modules only).
 set -eu
 cd "$(dirname "$0")"
 
@@ -13,5 +14,8 @@ apt_install() {
 
 command -v perl >/dev/null 2>&1 || apt_install perl
 command -v prove >/dev/null 2>&1 || apt_install perl
+command -v perlcritic >/dev/null 2>&1 || apt_install libperl-critic-perl
+
+perlcritic --quiet --profile .perlcriticrc lib t ../../examples/http_req/perl
 
 exec prove -l t

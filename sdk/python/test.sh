@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the cumulo Python SDK into .venv (with its C codec when a C compiler
-# is present) and run its test suite. Idempotent; exits non-zero on failure.
+# is present), lint it and the Python http_req examples with ruff (rules in
+# pyproject.toml), and run its test suite. Idempotent; exits non-zero on failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
@@ -38,6 +39,13 @@ VENV_PYTHON=.venv/bin/python
 if ! "$VENV_PYTHON" -c 'import setuptools, wheel, pytest' 2>/dev/null; then
     "$VENV_PYTHON" -m pip install -q --disable-pip-version-check setuptools wheel pytest
 fi
+# The linter, pinned so that a new release's rules cannot fail an unchanged tree.
+RUFF_VERSION=0.17.6
+if [ "$(.venv/bin/ruff --version 2>/dev/null)" != "ruff $RUFF_VERSION" ]; then
+    "$VENV_PYTHON" -m pip install -q --disable-pip-version-check "ruff==$RUFF_VERSION"
+fi
+.venv/bin/ruff check --quiet --no-cache --config pyproject.toml src tests setup.py \
+    ../../examples/http_req/python ../../examples/http_req/python_c ../../examples/http_req/python_cloudi
 # Reinstall from this tree every time; build/ is left behind by setuptools.
 "$VENV_PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall . 
 rm -rf build src/cumulo.egg-info

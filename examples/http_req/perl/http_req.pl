@@ -13,10 +13,10 @@ my $RESPONSE_INFO = Cumulo::Info::encode([['content-type' => 'text/xml; charset=
 # (signed), else undef.
 sub int64_text {
     my ($text) = @_;
-    return undef unless defined $text && $text =~ /\A([+-]?)([0-9]+)\z/;
+    return unless defined $text && $text =~ /\A([+-]?)([0-9]+)\z/;
     my ($negative, $digits) = ($1 eq '-', $2 =~ s/\A0+//r);
     my $limit = $negative ? '9223372036854775808' : '9223372036854775807';
-    return undef if length $digits > length $limit || (length $digits == length $limit && $digits gt $limit);
+    return if length $digits > length $limit || (length $digits == length $limit && $digits gt $limit);
     return '0' if $digits eq '';
     return $negative ? "-$digits" : $digits;
 }

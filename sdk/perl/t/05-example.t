@@ -3,6 +3,7 @@ use strict;
 use warnings;
 use Test::More;
 use FindBin;
+use Time::HiRes ();
 use lib "$FindBin::Bin/lib";
 use FakeCore;
 
@@ -55,7 +56,7 @@ my $failure = $@;
 my $exited = 0;
 for (1 .. 50) {    # up to 5 s for the example to end after TERMINATE
     last if ($exited = waitpid($pid, POSIX::WNOHANG()) == $pid);
-    select undef, undef, undef, 0.1;
+    Time::HiRes::sleep(0.1);
 }
 unless ($exited) {
     kill 'KILL', $pid;

@@ -5,6 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use FindBin;
+use Time::HiRes ();
 use lib "$FindBin::Bin/lib";
 use Scalar::Util qw(blessed);
 use FakeCore;
@@ -62,7 +63,7 @@ subtest 'frames cut anywhere across reads' => sub {
         for my $cut (@cuts, length $stream) {
             $peer->write_raw(substr $stream, $from, $cut - $from);
             $from = $cut;
-            select undef, undef, undef, 0.05;    # let each piece arrive on its own
+            Time::HiRes::sleep(0.05);    # let each piece arrive on its own
         }
         my @responses = map { $peer->expect('RETURN')->{response} } 1 .. 3;
         $peer->send_frame('TERMINATE', { timeout => 100 });
@@ -108,7 +109,7 @@ subtest 'after a slow handler the answers so far go out before the next one runs
     my $api = Cumulo::API->new(socket => $core->path, prefix => '/t/', window => 3);
     $api->subscribe('echo', sub {
         my $request = $_[0]->request;
-        select undef, undef, undef, 0.02 if $request eq 'r1';    # slow
+        Time::HiRes::sleep(0.02) if $request eq 'r1';    # slow
         if ($request eq 'r2') {    # waits for the core to have r1's answer
             vec(my $bits = '', fileno $signal_in, 1) = 1;
             return 'r1 was still held' unless select $bits, undef, undef, 5;

@@ -265,7 +265,7 @@ sub _await {
     my ($self, $deadline, $wanted) = @_;
     while (1) {
         my ($type, $fields) = $self->_next_frame($deadline);
-        return undef unless defined $type;
+        return unless defined $type;
         my $result = $wanted->($type, $fields);
         return $result if defined $result;
         $self->_background($type, $fields);
@@ -309,7 +309,7 @@ sub _take_response {
     my ($self, $trans_id) = @_;
     my $order = $self->{response_order};
     $trans_id //= $order->[0];
-    return undef unless defined $trans_id && exists $self->{responses}{$trans_id};
+    return unless defined $trans_id && exists $self->{responses}{$trans_id};
     @$order = grep { $_ ne $trans_id } @$order;
     return delete $self->{responses}{$trans_id};
 }

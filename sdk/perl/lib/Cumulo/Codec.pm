@@ -84,7 +84,7 @@ sub encode {
 # and encode('RETURN', ...) then converts them or says what is wrong.
 sub return_frame {
     my ($trans_id, $status, $info, $response) = @_;
-    return undef unless defined $trans_id && length $trans_id == TID_SIZE && !utf8::is_utf8($trans_id)
+    return unless defined $trans_id && length $trans_id == TID_SIZE && !utf8::is_utf8($trans_id)
         && defined $status && $status =~ /\A[0-9]{1,5}\z/ && $status <= 0xffff
         && defined $info && !utf8::is_utf8($info) && defined $response && !utf8::is_utf8($response);
     return pack 'V C a16 v V/a* V/a*', 27 + length($info) + length($response),

@@ -46,7 +46,7 @@ sub parse {
 # The first value of $key in encoded $data, or undef.
 sub lookup {
     my ($data, $key) = @_;
-    return undef if !defined $data || $data eq '';
+    return undef if !defined $data || $data eq '';    ## no critic (ProhibitExplicitReturnUndef): one value in list context too, as documented
     _malformed('key/value data does not end with NUL') unless substr($data, -1) eq "\0";
     my @fields = split /\0/, $data, -1;
     pop @fields;    # the empty string after the final NUL
@@ -54,7 +54,7 @@ sub lookup {
     for (my $index = 0; $index < @fields; $index += 2) {
         return $fields[$index + 1] if $fields[$index] eq $key;
     }
-    return undef;
+    return undef;    ## no critic (ProhibitExplicitReturnUndef): one value in list context too, as documented
 }
 
 sub _malformed { Cumulo::Error->throw(status => Cumulo::Status::MALFORMED, message => $_[0]) }

@@ -31,7 +31,7 @@ sub code_of {
     for my $code (0 .. $#NAMES) {
         return $code if $NAMES[$code] eq $name;
     }
-    return undef;
+    return undef;    ## no critic (ProhibitExplicitReturnUndef): one value in list context too, as documented
 }
 
 1;
