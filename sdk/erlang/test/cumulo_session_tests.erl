@@ -1,0 +1,285 @@
+%% The session logic against a fake core over a real Unix socket.
+-module(cumulo_session_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+-import(cumulo_fake_core, [accept/1, accept_instance/1, accept_instance/2, expect/2, send/3, reply/3, reply/4]).
+
+-define(TID_A, <<16#187a2b1b40fdcd15:64, 3:32, 1:32>>).
+-define(TID_B, <<16#187a2b1b40fdcd16:64, 3:32, 1:32>>).
+
+request_fields(TransId, Overrides) ->
+    Pattern = maps:get(pattern, Overrides, <<"/t/echo">>),
+    maps:merge(#{trans_id => TransId, timeout => 500, priority => 0, flags => 1, source => (3 bsl 32) bor 1,
+                 name => Pattern, pattern => Pattern, request_info => <<>>, request => <<"hi">>}, Overrides).
+
+connect(Core) -> connect(Core, #{}).
+connect(Core, Options) ->
+    {ok, Api} = cumulo:new(maps:merge(#{socket => cumulo_fake_core:path(Core), token => "", prefix => "/t/"}, Options)),
+    Api.
+
+handshake_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, Hello} = accept_instance(C),
+        {#{trans_id := A}, Peer1} = expect(Peer, 'SEND_ASYNC'),
+        {#{trans_id := B}, _} = expect(Peer1, 'SEND_ASYNC'),
+        {Hello, A, B}
+    end),
+    Api = connect(Core, #{thread_index => 2, window => 4}),
+    {ok, First} = cumulo:send_async(Api, "/x", <<"1">>),
+    {ok, Second} = cumulo:send_async(Api, <<"/x">>, <<"2">>),
+    {Hello, A, B} = cumulo_fake_core:join(Core),
+    ?assertEqual(#{version => 1, window => 4, thread_index => 2, token => <<>>, prefix => <<"/t/">>}, Hello),
+    ?assertEqual({First, Second}, {A, B}),
+    ?assertEqual([3, 9, 1, 2, 4, 2, 4], [cumulo:F(Api) || F <- [node_id, instance_id, process_index, process_count,
+                                                               thread_count, thread_index, window]]),
+    ?assertEqual([700, 800, 900, -2, <<"/t/">>, 1048576, 5000],
+                 [cumulo:F(Api) || F <- [timeout_async, timeout_sync, timeout_terminate, priority_default, prefix,
+                                         max_frame, keepalive]]),
+    <<Time:64, 3:32, 9:32>> = First,
+    ?assert(Second > First),
+    ?assert(abs(Time div 1000000000 - os:system_time(second)) < 5),
+    cumulo:close(Api).
+
+managed_hello_sends_the_token_and_no_prefix_test() ->
+    Core = cumulo_fake_core:start(fun(C) -> element(2, accept_instance(C)) end),
+    Api = connect(Core, #{token => <<"c0ffee">>, prefix => "/ignored/", thread_index => 1}),
+    #{token := <<"c0ffee">>, prefix := <<>>, thread_index := 1} = cumulo_fake_core:join(Core),
+    cumulo:close(Api).
+
+error_instead_of_welcome_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        Peer = accept(C),
+        {_, Peer1} = expect(Peer, 'HELLO'),
+        send(Peer1, 'ERROR', #{status => 11, message => <<"unknown token">>})
+    end),
+    Result = cumulo:new(#{socket => cumulo_fake_core:path(Core), token => "bad"}),
+    cumulo_fake_core:join(Core),
+    ?assertEqual({error, {unauthorized, <<"unknown token">>}}, Result).
+
+unmanaged_needs_a_prefix_and_a_socket_test() ->
+    ?assertMatch({error, {invalid_argument, _}}, cumulo:new(#{socket => "/nonexistent", token => ""})),
+    ?assertMatch({error, {shutting_down, _}}, cumulo:new(#{socket => "/nonexistent/sock", token => "", prefix => "/t/"})).
+
+subscriptions_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"a/*">>),
+        P2 = reply(P1, 'SUBSCRIBE_COUNT', <<"a/*">>, #{value => 2}),
+        reply(P2, 'UNSUBSCRIBE', <<"zz">>, #{status => 9, message => <<"not subscribed">>})
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "a/*", fun(_, _) -> <<"x">> end),
+    ?assertEqual({ok, 2}, cumulo:subscribe_count(Api, "a/*")),
+    ?assertEqual({error, {invalid_argument, <<"not subscribed">>}}, cumulo:unsubscribe(Api, "zz")),
+    cumulo_fake_core:join(Core),
+    cumulo:close(Api).
+
+request_is_returned_then_terminate_ends_poll_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        send(P1, 'REQUEST', request_fields(?TID_A, #{request_info => <<"a", 0, "1", 0>>})),
+        {Returned, P2} = expect(P1, 'RETURN'),
+        send(P2, 'TERMINATE', #{timeout => 100}),
+        {_, _} = expect(P2, 'GOODBYE'),
+        Returned
+    end),
+    Api = connect(Core),
+    Self = self(),
+    ok = cumulo:subscribe(Api, "echo", fun(_, Req) ->
+        Self ! {seen, Req},
+        {#{<<"content-type">> => <<"text/plain">>}, [<<"echo: ">>, maps:get(request, Req)]}
+    end),
+    ?assertEqual(false, cumulo:poll(Api)),
+    ?assert(cumulo:is_terminated(Api)),
+    cumulo:close(Api),
+    ?assertEqual(#{trans_id => ?TID_A, status => 0, response_info => <<"content-type", 0, "text/plain", 0>>,
+                   response => <<"echo: hi">>}, cumulo_fake_core:join(Core)),
+    receive {seen, Req} ->
+        ?assertMatch(#{sync := true, mcast := false, source := 16#300000001, name := <<"/t/echo">>,
+                       timeout := 500}, Req),
+        ?assertEqual({ok, [{<<"a">>, <<"1">>}]}, cumulo:info_parse(maps:get(request_info, Req)))
+    end.
+
+poll_times_out_test() ->
+    Core = cumulo_fake_core:start(fun(C) -> accept_instance(C), receive after 500 -> ok end end),
+    Api = connect(Core),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertEqual(true, cumulo:poll(Api, 50)),
+    ?assert(erlang:monotonic_time(millisecond) - T0 >= 50),
+    cumulo_fake_core:join(Core),
+    cumulo:close(Api).
+
+send_sync_answers_ping_and_keeps_other_frames_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        {#{trans_id := Async}, P2} = expect(P1, 'SEND_ASYNC'),
+        {#{trans_id := Sync, name := <<"/s">>, request := <<"q">>}, P3} = expect(P2, 'SEND_SYNC'),
+        send(P3, 'PING', #{nonce => 16#fedcba9876543210}),
+        {Pong, P4} = expect(P3, 'PONG'),
+        send(P4, 'REQUEST', request_fields(?TID_A, #{})),
+        send(P4, 'RESPONSE', #{trans_id => Async, status => 0, response_info => <<>>, response => <<"later">>}),
+        send(P4, 'RESPONSE', #{trans_id => Sync, status => 0, response_info => <<"k", 0, "v", 0>>, response => <<"now">>}),
+        {Returned, P5} = expect(P4, 'RETURN'),
+        send(P5, 'TERMINATE', #{timeout => 100}),
+        {Pong, Returned}
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "echo", fun(_, #{request := R}) -> R end),
+    {ok, Async} = cumulo:send_async(Api, "/a", <<"p">>),
+    ?assertEqual({ok, <<"k", 0, "v", 0>>, <<"now">>}, cumulo:send_sync(Api, "/s", <<"q">>)),
+    ?assertEqual({ok, Async, <<>>, <<"later">>}, cumulo:recv_async(Api)),
+    ?assertEqual(false, cumulo:poll(Api)),
+    {Pong, Returned} = cumulo_fake_core:join(Core),
+    ?assertEqual(#{nonce => 16#fedcba9876543210}, Pong),
+    ?assertMatch(#{trans_id := ?TID_A, status := 0, response := <<"hi">>}, Returned),
+    cumulo:close(Api).
+
+error_responses_carry_their_status_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        {#{trans_id := T}, P1} = expect(Peer, 'SEND_SYNC'),
+        send(P1, 'RESPONSE', #{trans_id => T, status => 2, response_info => <<>>, response => <<"nobody serves /n">>}),
+        {#{trans_id := T2}, P2} = expect(P1, 'SEND_ASYNC'),
+        send(P2, 'RESPONSE', #{trans_id => T2, status => 42, response_info => <<>>, response => <<"new code">>})
+    end),
+    Api = connect(Core),
+    ?assertEqual({error, {no_service, <<"nobody serves /n">>}}, cumulo:send_sync(Api, "/n", <<>>)),
+    {ok, T2} = cumulo:send_async(Api, "/m", <<>>),
+    ?assertEqual({error, {42, <<"new code">>}}, cumulo:recv_async(Api, #{trans_id => T2})),
+    ?assertEqual(<<"NO_SERVICE">>, cumulo:status_name(no_service)),
+    ?assertEqual(<<"42">>, cumulo:status_name(42)),
+    cumulo_fake_core:join(Core),
+    cumulo:close(Api).
+
+failing_handler_and_missing_handler_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"boom">>),
+        P2 = reply(P1, 'SUBSCRIBE', <<"ok">>),
+        send(P2, 'REQUEST', request_fields(?TID_A, #{pattern => <<"/t/boom">>})),
+        send(P2, 'REQUEST', request_fields(?TID_B, #{pattern => <<"/t/gone">>})),
+        send(P2, 'REQUEST', request_fields(?TID_B, #{pattern => <<"/t/ok">>})),
+        {Boom, P3} = expect(P2, 'RETURN'),
+        {Gone, P4} = expect(P3, 'RETURN'),
+        {Ok, P5} = expect(P4, 'RETURN'),
+        send(P5, 'TERMINATE', #{timeout => 100}),
+        {Boom, Gone, Ok}
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "boom", fun(_, _) -> error(<<"boom from erlang">>) end),
+    ok = cumulo:subscribe(Api, "ok", fun(_, _) -> "ok" end),
+    false = cumulo:poll(Api),
+    {Boom, Gone, Ok} = cumulo_fake_core:join(Core),
+    ?assertMatch(#{status := 7, response := <<"error: boom from erlang", _/binary>>}, Boom),
+    ?assertMatch(#{status := 2, response := <<"no handler for /t/gone">>}, Gone),
+    ?assertMatch(#{status := 0, response := <<"ok">>}, Ok),
+    cumulo:close(Api).
+
+mcast_and_recv_async_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        {#{trans_id := T, name := <<"/m/*">>}, P1} = expect(Peer, 'MCAST_ASYNC'),
+        %% a copy's RESPONSE before MCAST_SENT: accepted in either order
+        send(P1, 'RESPONSE', #{trans_id => ?TID_B, status => 0, response_info => <<>>, response => <<"b">>}),
+        send(P1, 'MCAST_SENT', #{trans_id => T, trans_ids => [?TID_A, ?TID_B]}),
+        send(P1, 'RESPONSE', #{trans_id => ?TID_A, status => 0, response_info => <<>>, response => <<"a">>})
+    end),
+    Api = connect(Core),
+    ?assertEqual({ok, [?TID_A, ?TID_B]}, cumulo:mcast_async(Api, "/m/*", <<"x">>)),
+    ?assertEqual({ok, ?TID_A, <<>>, <<"a">>}, cumulo:recv_async(Api, #{trans_id => ?TID_A})),
+    ?assertEqual({ok, ?TID_B, <<>>, <<"b">>}, cumulo:recv_async(Api)),
+    ?assertMatch({error, {timeout, _}}, cumulo:recv_async(Api, #{timeout => 10})),
+    cumulo_fake_core:join(Core),
+    cumulo:close(Api).
+
+forward_sends_no_return_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        send(P1, 'REQUEST', request_fields(?TID_A, #{priority => 5})),
+        {Forward, P2} = expect(P1, 'FORWARD'),
+        send(P2, 'TERMINATE', #{timeout => 100}),
+        {_, _} = expect(P2, 'GOODBYE'),    % not a RETURN
+        Forward
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "echo", fun(A, Req) -> ok = cumulo:forward(A, Req, "/else", #{request => <<"moved">>}) end),
+    false = cumulo:poll(Api),
+    cumulo:close(Api),
+    ?assertEqual(#{trans_id => ?TID_A, timeout => 500, priority => 5, flags => 0, name => <<"/else">>,
+                   request_info => <<>>, request => <<"moved">>}, cumulo_fake_core:join(Core)).
+
+frames_over_the_limit_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C, #{max_frame => 100}),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"big">>),
+        {#{name := <<"/small">>}, P2} = expect(P1, 'SEND_ASYNC'),    % the big one was never written
+        send(P2, 'REQUEST', request_fields(?TID_A, #{pattern => <<"/t/big">>})),
+        {Returned, P3} = expect(P2, 'RETURN'),
+        %% a frame over the read limit (max_frame + what a REQUEST adds)
+        cumulo_fake_core:send_raw(P3, <<(100 + 8 + 2 + 65535 + 1):32/little, 16#82>>),
+        Returned
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "big", fun(_, _) -> binary:copy(<<"x">>, 200) end),
+    ?assertMatch({error, {too_large, _}}, cumulo:send_async(Api, "/big", binary:copy(<<"x">>, 200))),
+    {ok, _} = cumulo:send_async(Api, "/small", <<>>),
+    ?assertMatch({error, {too_large, _}}, cumulo:poll(Api, 5000)),
+    ?assertMatch(#{status := 8, response := <<"the answer of", _/binary>>}, cumulo_fake_core:join(Core)),
+    cumulo:close(Api).
+
+send_sync_gives_up_after_timeout_and_grace_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        {#{trans_id := T, timeout := 20}, P1} = expect(Peer, 'SEND_SYNC'),
+        {#{trans_id := T2}, P2} = expect(P1, 'SEND_ASYNC'),
+        %% the late answer is dropped, the next one is kept
+        send(P2, 'RESPONSE', #{trans_id => T, status => 0, response_info => <<>>, response => <<"late">>}),
+        send(P2, 'RESPONSE', #{trans_id => T2, status => 0, response_info => <<>>, response => <<"kept">>})
+    end),
+    Api = connect(Core),
+    ?assertMatch({error, {timeout, _}}, cumulo:send_sync(Api, "/slow", <<>>, #{timeout => 20})),
+    {ok, T2} = cumulo:send_async(Api, "/b", <<>>),
+    ?assertEqual({ok, T2, <<>>, <<"kept">>}, cumulo:recv_async(Api)),
+    cumulo_fake_core:join(Core),
+    cumulo:close(Api).
+
+window_of_requests_answered_in_order_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, #{window := 3}} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        Frames = [cumulo_codec:encode('REQUEST', request_fields(<<N:64, 3:32, 1:32>>, #{request => <<N>>}))
+                  || N <- [1, 2, 3]],
+        cumulo_fake_core:send_raw(P1, iolist_to_binary([Frames, cumulo_codec:encode('TERMINATE', #{timeout => 9})])),
+        {R1, P2} = expect(P1, 'RETURN'),
+        {R2, P3} = expect(P2, 'RETURN'),
+        {R3, _} = expect(P3, 'RETURN'),
+        [maps:get(response, R) || R <- [R1, R2, R3]]
+    end),
+    Api = connect(Core, #{window => 3}),
+    ok = cumulo:subscribe(Api, "echo", fun(_, #{request := R}) -> R end),
+    false = cumulo:poll(Api),
+    ?assertEqual([<<1>>, <<2>>, <<3>>], cumulo_fake_core:join(Core)),
+    cumulo:close(Api).
+
+run_starts_an_instance_per_thread_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        Peers = [accept_instance(C) || _ <- [1, 2]],
+        Indexes = lists:sort([maps:get(thread_index, Hello) || {_, Hello} <- Peers]),
+        Ps = [reply(P, 'SUBSCRIBE', <<"echo">>) || {P, _} <- Peers],
+        _ = [send(P, 'TERMINATE', #{timeout => 100}) || P <- Ps],
+        _ = [element(1, expect(P, 'GOODBYE')) || P <- Ps],
+        Indexes
+    end),
+    ?assertEqual(ok, cumulo:run(fun(Api) -> ok = cumulo:subscribe(Api, "echo", fun(_, _) -> <<>> end) end,
+                                #{thread_count => 2, socket => cumulo_fake_core:path(Core), prefix => "/t/"})),
+    ?assertEqual([0, 1], cumulo_fake_core:join(Core)).
+
+info_test() ->
+    ?assertEqual(<<"a", 0, "1", 0, "b", 0, "x", 0>>, cumulo:info_encode([{a, 1}, {"b", <<"x">>}])),
+    ?assertEqual(<<"a", 0, "1", 0, "b", 0, "2", 0>>, cumulo:info_encode(#{<<"b">> => 2, <<"a">> => 1})),
+    ?assertError(badarg, cumulo:info_encode([{<<"a", 0>>, <<>>}])),
+    ?assertEqual(<<"v">>, cumulo_info:lookup(<<"k", 0, "v", 0>>, <<"k">>)),
+    ?assertEqual(undefined, cumulo_info:lookup(<<"k", 0>>, <<"k">>)).
