@@ -28,6 +28,22 @@ if [ ${#missing[@]} -gt 0 ]; then
         { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }
 fi
 
+# --- Haskell: GHC and cabal from Debian, with the libraries the SDK uses (cabal
+# builds offline from Debian's libghc-*-dev packages: sdk/haskell/offline.config)
+hs_missing=()
+command -v ghc >/dev/null 2>&1 || hs_missing+=(ghc)
+command -v cabal >/dev/null 2>&1 || hs_missing+=(cabal-install)
+for pkg in libghc-network-dev libghc-hspec-dev; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || hs_missing+=("$pkg")
+done
+if [ ${#hs_missing[@]} -gt 0 ]; then
+    say "installing ${hs_missing[*]}"
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get install -y -qq "${hs_missing[@]}" >/dev/null 2>&1 ||
+        { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq "${hs_missing[@]}" >/dev/null; }
+fi
+
 # --- the core and the Rust example (release build: these are what run)
 say "building the core (cargo build --release)"
 cargo build --release --workspace --quiet
@@ -85,4 +101,9 @@ fi
 # --- Go example
 say "building the Go example"
 (cd examples/http_req/go && mkdir -p .bin && GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -buildvcs=false -o .bin/http_req .)
+
+# --- Haskell example (cabal, incremental)
+say "building the Haskell example"
+bash examples/http_req/haskell/build.sh >"$root/target/setup-haskell.log" 2>&1 ||
+    { cat "$root/target/setup-haskell.log" >&2; exit 1; }
 say "ready"

@@ -79,6 +79,16 @@ def _build_rust(build: Path) -> None:
     run(["cargo", "build", "--release", "--quiet", "-p", "cumulo-polyglot"], cwd=ROOT)
 
 
+def _build_haskell(build: Path) -> None:
+    # ghc --make keeps its objects in target/ between runs and recompiles only
+    # what changed: the first build takes minutes on a busy 2-core machine.
+    objects = RELEASE.parent / "polyglot-haskell"
+    for program, source, module in (("haskell_client", CLIENTS / "client.hs", "Client"),
+                                    ("haskell_faulty", SERVICES / "faulty.hs", "Faulty")):
+        run(["ghc", "--make", "-v0", "-O", "-threaded", "-main-is", module, f"-i{SDK / 'haskell' / 'src'}",
+             "-outputdir", objects, "-o", build / program, source])
+
+
 def java_jar() -> Path:
     jars = [j for j in (SDK / "java" / "target").glob("cumulo-*.jar")
             if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
@@ -213,6 +223,15 @@ SDKS: list[Sdk] = [
         ("boom from perl",),
         Exports(("sdk/perl/lib/Cumulo/API.pm", "sdk/perl/lib/Cumulo/Info.pm"), (r"^sub ([a-z]\w*)",), snake)),
 ]
+
+# Haskell: the names are those of the export list of the one public module.
+SDKS.append(
+    Sdk("haskell", ("haskell",), _build_haskell,
+        lambda b: [b / "haskell_client"],
+        lambda b: [b / "haskell_faulty"],
+        ("FaultyError", "boom from haskell"),
+        Exports(("sdk/haskell/src/Cumulo.hs",), (r"^\s*[(,]\s*([a-z]\w*(?:,\s*[a-z]\w*)*)\s*$",), camel,
+                cut_at=r"^\s*\) where")))
 
 BY_NAME = {s.name: s for s in SDKS}
 

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds the example with cabal, offline (only the Haskell packages Debian
+# installs), incrementally, into .bin/http_req. Called by scripts/setup.sh.
+set -euo pipefail
+cd "$(dirname "$0")"
+sdk=../../../sdk/haskell
+export CABAL_CONFIG="$PWD/$sdk/offline.config" CABAL_DIR="$PWD/$sdk/.cabal"
+mkdir -p .bin
+cabal build -v0 exe:http_req
+install -m 755 "$(cabal list-bin -v0 exe:http_req)" .bin/http_req
