@@ -18,6 +18,9 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$pyinc/Python.h" ] || missing+=(python3-dev)
+# Erlang/OTP and rebar3 for the Erlang SDK and its example
+command -v erlc >/dev/null 2>&1 || missing+=(erlang-nox erlang-dev)
+command -v rebar3 >/dev/null 2>&1 || missing+=(rebar3)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -77,4 +80,15 @@ fi
 # --- Go example
 say "building the Go example"
 (cd examples/http_req/go && mkdir -p .bin && GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -buildvcs=false -o .bin/http_req .)
+# --- Erlang SDK (rebar3, offline: no dependencies) and example
+if [ ! -f sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam ] ||
+    [ -n "$(find sdk/erlang/src -newer sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam -print -quit)" ]; then
+    say "building the Erlang SDK (rebar3 compile)"
+    (cd sdk/erlang && rebar3 compile >"$root/target/setup-erlang.log" 2>&1) || { cat "$root/target/setup-erlang.log" >&2; exit 1; }
+fi
+if [ ! -f examples/http_req/erlang/ebin/http_req.beam ] || [ examples/http_req/erlang/http_req.erl -nt examples/http_req/erlang/ebin/http_req.beam ]; then
+    say "compiling the Erlang example"
+    mkdir -p examples/http_req/erlang/ebin
+    erlc -Werror -o examples/http_req/erlang/ebin examples/http_req/erlang/http_req.erl
+fi
 say "ready"

@@ -79,6 +79,19 @@ def _build_rust(build: Path) -> None:
     run(["cargo", "build", "--release", "--quiet", "-p", "cumulo-polyglot"], cwd=ROOT)
 
 
+ERLANG_EBIN = SDK / "erlang" / "_build" / "default" / "lib" / "cumulo" / "ebin"
+
+
+def _build_erlang(build: Path) -> None:
+    assert (ERLANG_EBIN / "cumulo.beam").is_file(), "the Erlang SDK is not built: run scripts/setup.sh"
+    run(["erlc", "-Werror", "-o", build, CLIENTS / "client.erl", SERVICES / "faulty.erl"])
+
+
+def _erl(build: Path, module: str) -> list:
+    return ["erl", "-noshell", "-noinput", "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
+            "-pa", ERLANG_EBIN, "-pa", build, "-s", module, "main", "-extra"]
+
+
 def java_jar() -> Path:
     jars = [j for j in (SDK / "java" / "target").glob("cumulo-*.jar")
             if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
@@ -212,6 +225,11 @@ SDKS: list[Sdk] = [
         lambda b: ["perl", SERVICES / "faulty.pl"],
         ("boom from perl",),
         Exports(("sdk/perl/lib/Cumulo/API.pm", "sdk/perl/lib/Cumulo/Info.pm"), (r"^sub ([a-z]\w*)",), snake)),
+    Sdk("erlang", ("erlang",), _build_erlang,
+        lambda b: _erl(b, "client"),
+        lambda b: _erl(b, "faulty"),
+        ("faulty_error", "boom from erlang"),
+        Exports(("sdk/erlang/src/cumulo.erl",), (r"^-export\(\[([^\]]*)\]\)",), snake)),
 ]
 
 BY_NAME = {s.name: s for s in SDKS}

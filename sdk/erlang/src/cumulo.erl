@@ -533,6 +533,11 @@ run(Setup) -> run(Setup, #{}).
 
 -spec run(fun((api()) -> term()), map()) -> ok | {error, list()}.
 run(Setup, Options) ->
+    try serve_instances(Setup, Options)
+    catch Class:Reason -> {error, [{Class, Reason}]}
+    end.
+
+serve_instances(Setup, Options) ->
     Count = max(1, maps:get(thread_count, Options, list_to_integer(os:getenv("CUMULO_THREAD_COUNT", "1")))),
     {ok, _} = application:ensure_all_started(cumulo),
     Pids = [begin
