@@ -92,6 +92,22 @@ def _erl(build: Path, module: str) -> list:
             "-pa", ERLANG_EBIN, "-pa", build, "-s", module, "main", "-extra"]
 
 
+OCAML_LIB = SDK / "ocaml" / "_install" / "lib"
+
+
+def _build_ocaml(build: Path) -> None:
+    # Against the SDK scripts/setup.sh installed (dune install --prefix); the
+    # sources are copied so the compiler's outputs land in the build folder.
+    assert (OCAML_LIB / "cumulo" / "META").is_file(), "the OCaml SDK is not installed: run scripts/setup.sh"
+    env = {**os.environ, "OCAMLPATH": str(OCAML_LIB)}
+    out = build / "ocaml"
+    out.mkdir(exist_ok=True)
+    for program, source in (("ocaml_client", CLIENTS / "client.ml"), ("ocaml_faulty", SERVICES / "faulty.ml")):
+        (out / source.name).write_bytes(source.read_bytes())
+        run(["ocamlfind", "ocamlopt", "-package", "cumulo", "-linkpkg", "-thread", "-o", build / program, source.name],
+            cwd=out, env=env)
+
+
 def java_jar() -> Path:
     jars = [j for j in (SDK / "java" / "target").glob("cumulo-*.jar")
             if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
@@ -230,6 +246,11 @@ SDKS: list[Sdk] = [
         lambda b: _erl(b, "faulty"),
         ("faulty_error", "boom from erlang"),
         Exports(("sdk/erlang/src/cumulo.erl",), (r"^-export\(\[([^\]]*)\]\)",), snake)),
+    Sdk("ocaml", ("ocaml",), _build_ocaml,
+        lambda b: [b / "ocaml_client"],
+        lambda b: [b / "ocaml_faulty"],
+        ("Faulty_error", "boom from ocaml"),
+        Exports(("sdk/ocaml/src/cumulo.mli",), (r"^val (\w+)",), snake)),
 ]
 
 BY_NAME = {s.name: s for s in SDKS}
