@@ -166,6 +166,10 @@ module Fake = struct
     end
 
   let send_raw peer s = ignore (Unix.write_substring peer.fd s 0 (String.length s))
+
+  let send_raw_all peer s =
+    let rec go pos = if pos < String.length s then go (pos + Unix.write_substring peer.fd s pos (String.length s - pos)) in
+    go 0
   let send peer m = send_raw peer (Codec.encode m)
 
   let welcome ?(max_frame = 1048576) window : Codec.message =
@@ -486,6 +490,36 @@ let window_in_order () =
   Alcotest.(check (list string)) "in order" [ "1"; "2"; "3" ] (Fake.join core);
   close api
 
+let stream_cut_every_way () =
+  let big = String.concat "" (List.init (3 * 65536) (fun _ -> "0123456789abcdef")) in
+  let core =
+    Fake.start (fun l ->
+        let peer, _ = Fake.accept_instance ~max_frame:(4 * 1024 * 1024) l in
+        ignore (Fake.reply peer);
+        (* a frame cut inside its length field, then inside its body *)
+        let frame = Codec.encode (request ~request:big tid_a) in
+        let n = String.length frame in
+        List.iter
+          (fun (pos, len) -> Fake.send_raw_all peer (String.sub frame pos len); Thread.delay 0.02)
+          [ (0, 2); (2, 1000); (1002, n - 1002) ];
+        (* then two frames and the start of a third in one write, the rest later *)
+        let small = List.map (fun c -> Codec.encode (request ~request:(String.make 1 c) tid_b)) [ 'a'; 'b'; 'c' ] in
+        let third = List.nth small 2 in
+        Fake.send_raw_all peer (List.nth small 0 ^ List.nth small 1 ^ String.sub third 0 10);
+        Thread.delay 0.02;
+        Fake.send_raw_all peer (String.sub third 10 (String.length third - 10) ^ Codec.encode (Terminate 9));
+        List.init 4 (fun _ -> (answer_of (Fake.expect peer)).response))
+  in
+  let api = connect core in
+  subscribe api "echo" (fun _ r -> ("", r.request));
+  Alcotest.(check bool) "poll" false (poll api);
+  (match Fake.join core with
+   | echoed :: rest ->
+     Alcotest.(check bool) "the big one echoed" true (echoed = big);
+     Alcotest.(check (list string)) "then the small ones" [ "a"; "b"; "c" ] rest
+   | [] -> assert false);
+  close api
+
 let run_one_thread_per_instance () =
   let core =
     Fake.start (fun l ->
@@ -527,5 +561,6 @@ let () =
             ("frames over the limit, both ways", frames_over_the_limit);
             ("send_sync gives up; its late answer is dropped", send_sync_timeout);
             ("a window of requests answered in order", window_in_order);
+            ("the stream cut every way, a 3 MiB frame", stream_cut_every_way);
             ("run: one thread per instance", run_one_thread_per_instance);
             ("key/value", info) ] ) ]
