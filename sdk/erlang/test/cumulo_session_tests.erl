@@ -58,7 +58,8 @@ error_instead_of_welcome_test() ->
 
 unmanaged_needs_a_prefix_and_a_socket_test() ->
     ?assertMatch({error, {invalid_argument, _}}, cumulo:new(#{socket => "/nonexistent", token => ""})),
-    ?assertMatch({error, {shutting_down, _}}, cumulo:new(#{socket => "/nonexistent/sock", token => "", prefix => "/t/"})).
+    ?assertMatch({error, {shutting_down, _}}, cumulo:new(#{socket => "/nonexistent/sock", token => "", prefix => "/t/"})),
+    ?assertMatch({error, {invalid_argument, _}}, cumulo:new(#{socket => "", token => "", prefix => "/t/"})).
 
 subscriptions_test() ->
     Core = cumulo_fake_core:start(fun(C) ->
