@@ -84,6 +84,7 @@ fi
 # --- Go example
 say "building the Go example"
 (cd examples/http_req/go && mkdir -p .bin && GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -buildvcs=false -o .bin/http_req .)
+
 # --- Erlang SDK (rebar3, offline: no dependencies) and example
 if [ ! -f sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam ] ||
     [ -n "$(find sdk/erlang/src -newer sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam -print -quit)" ]; then
@@ -95,6 +96,7 @@ if [ ! -f examples/http_req/erlang/ebin/http_req.beam ] || [ examples/http_req/e
     mkdir -p examples/http_req/erlang/ebin
     erlc -Werror -o examples/http_req/erlang/ebin examples/http_req/erlang/http_req.erl
 fi
+
 # --- OCaml SDK (dune, installed into sdk/ocaml/_install for the programs
 # built against it) and example; dune rebuilds only what changed
 say "building the OCaml SDK and example (dune)"
