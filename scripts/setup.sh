@@ -20,6 +20,13 @@ python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v perlcritic >/dev/null 2>&1 || missing+=(libperl-critic-perl)
 pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$pyinc/Python.h" ] || missing+=(python3-dev)
+# Erlang/OTP and rebar3 for the Erlang SDK and its example
+command -v erlc >/dev/null 2>&1 || missing+=(erlang-nox erlang-dev)
+command -v rebar3 >/dev/null 2>&1 || missing+=(rebar3)
+# OCaml, dune, findlib and alcotest for the OCaml SDK and its example
+command -v ocamlfind >/dev/null 2>&1 || missing+=(ocaml-nox ocaml-findlib)
+command -v dune >/dev/null 2>&1 || missing+=(dune)
+[ -d /usr/lib/ocaml/alcotest ] || missing+=(libalcotest-ocaml-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -106,4 +113,22 @@ say "building the Go example"
 say "building the Haskell example"
 bash examples/http_req/haskell/build.sh >"$root/target/setup-haskell.log" 2>&1 ||
     { cat "$root/target/setup-haskell.log" >&2; exit 1; }
+# --- Erlang SDK (rebar3, offline: no dependencies) and example
+if [ ! -f sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam ] ||
+    [ -n "$(find sdk/erlang/src -newer sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam -print -quit)" ]; then
+    say "building the Erlang SDK (rebar3 compile)"
+    (cd sdk/erlang && rebar3 compile >"$root/target/setup-erlang.log" 2>&1) || { cat "$root/target/setup-erlang.log" >&2; exit 1; }
+fi
+if [ ! -f examples/http_req/erlang/ebin/http_req.beam ] || [ examples/http_req/erlang/http_req.erl -nt examples/http_req/erlang/ebin/http_req.beam ]; then
+    say "compiling the Erlang example"
+    mkdir -p examples/http_req/erlang/ebin
+    erlc -Werror -o examples/http_req/erlang/ebin examples/http_req/erlang/http_req.erl
+fi
+
+# --- OCaml SDK (dune, installed into sdk/ocaml/_install for the programs
+# built against it) and example; dune rebuilds only what changed
+say "building the OCaml SDK and example (dune)"
+(cd sdk/ocaml && dune build --root . @install 2>&1 && dune install --root . --prefix "$root/sdk/ocaml/_install" >/dev/null 2>&1 &&
+    cd "$root/examples/http_req/ocaml" && OCAMLPATH="$root/sdk/ocaml/_install/lib" dune build --root . ./http_req.exe 2>&1) \
+    >"$root/target/setup-ocaml.log" || { cat "$root/target/setup-ocaml.log" >&2; exit 1; }
 say "ready"

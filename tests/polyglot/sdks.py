@@ -87,6 +87,33 @@ def _build_haskell(build: Path) -> None:
                                     ("haskell_faulty", SERVICES / "faulty.hs", "Faulty")):
         run(["ghc", "--make", "-v0", "-O", "-threaded", "-main-is", module, f"-i{SDK / 'haskell' / 'src'}",
              "-outputdir", objects, "-o", build / program, source])
+ERLANG_EBIN = SDK / "erlang" / "_build" / "default" / "lib" / "cumulo" / "ebin"
+
+
+def _build_erlang(build: Path) -> None:
+    assert (ERLANG_EBIN / "cumulo.beam").is_file(), "the Erlang SDK is not built: run scripts/setup.sh"
+    run(["erlc", "-Werror", "-o", build, CLIENTS / "client.erl", SERVICES / "faulty.erl"])
+
+
+def _erl(build: Path, module: str) -> list:
+    return ["erl", "-noshell", "-noinput", "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
+            "-pa", ERLANG_EBIN, "-pa", build, "-s", module, "main", "-extra"]
+
+
+OCAML_LIB = SDK / "ocaml" / "_install" / "lib"
+
+
+def _build_ocaml(build: Path) -> None:
+    # Against the SDK scripts/setup.sh installed (dune install --prefix); the
+    # sources are copied so the compiler's outputs land in the build folder.
+    assert (OCAML_LIB / "cumulo" / "META").is_file(), "the OCaml SDK is not installed: run scripts/setup.sh"
+    env = {**os.environ, "OCAMLPATH": str(OCAML_LIB)}
+    out = build / "ocaml"
+    out.mkdir(exist_ok=True)
+    for program, source in (("ocaml_client", CLIENTS / "client.ml"), ("ocaml_faulty", SERVICES / "faulty.ml")):
+        (out / source.name).write_bytes(source.read_bytes())
+        run(["ocamlfind", "ocamlopt", "-package", "cumulo", "-linkpkg", "-thread", "-o", build / program, source.name],
+            cwd=out, env=env)
 
 
 def java_jar() -> Path:
@@ -222,6 +249,16 @@ SDKS: list[Sdk] = [
         lambda b: ["perl", SERVICES / "faulty.pl"],
         ("boom from perl",),
         Exports(("sdk/perl/lib/Cumulo/API.pm", "sdk/perl/lib/Cumulo/Info.pm"), (r"^sub ([a-z]\w*)",), snake)),
+    Sdk("erlang", ("erlang",), _build_erlang,
+        lambda b: _erl(b, "client"),
+        lambda b: _erl(b, "faulty"),
+        ("faulty_error", "boom from erlang"),
+        Exports(("sdk/erlang/src/cumulo.erl",), (r"^-export\(\[([^\]]*)\]\)",), snake)),
+    Sdk("ocaml", ("ocaml",), _build_ocaml,
+        lambda b: [b / "ocaml_client"],
+        lambda b: [b / "ocaml_faulty"],
+        ("Faulty_error", "boom from ocaml"),
+        Exports(("sdk/ocaml/src/cumulo.mli",), (r"^val (\w+)",), snake)),
 ]
 
 # Haskell: the names are those of the export list of the one public module.

@@ -7,4 +7,6 @@ sdk="$here/../../../sdk/erlang/_build/default/lib/cumulo/ebin"
     echo "run.sh: the Erlang SDK or example is not built; run scripts/setup.sh first" >&2
     exit 1
 }
-exec erl -noshell -noinput -pa "$sdk" -pa "$here/ebin" -s http_req main
+# +sbwt none...: idle schedulers sleep instead of spinning, which on a shared
+# machine takes CPU from the other processes (the core among them).
+exec erl -noshell -noinput +sbwt none +sbwtdcpu none +sbwtdio none -pa "$sdk" -pa "$here/ebin" -s http_req main

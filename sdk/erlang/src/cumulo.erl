@@ -64,8 +64,13 @@ new(Options) ->
     end.
 
 connect(Token, Prefix, Options) ->
-    Address = maps:get(socket, Options, os:getenv("CUMULO_SOCKET", "")),
-    case open(to_list(Address)) of
+    case to_list(maps:get(socket, Options, os:getenv("CUMULO_SOCKET", ""))) of
+        "" -> {error, {invalid_argument, <<"no socket given and CUMULO_SOCKET is not set">>}};
+        Address -> connect(Token, Prefix, Options, Address)
+    end.
+
+connect(Token, Prefix, Options, Address) ->
+    case open(Address) of
         {ok, Sock} ->
             Api = {cumulo_api, make_ref()},
             put_state(Api, #{sock => Sock, buf => <<>>, out => [], welcome => #{},
@@ -91,7 +96,6 @@ open("tcp://" ++ HostPort) ->
     {Host, [$: | Port]} = lists:splitwith(fun(C) -> C =/= $: end, lists:reverse(HostPort)),
     gen_tcp:connect(lists:reverse(Port), list_to_integer(lists:reverse(Host)),
                     [binary, {active, false}, {packet, raw}, {nodelay, true}]);
-open("") -> {error, no_socket_given};
 open(Path) ->
     gen_tcp:connect({local, Path}, 0, [local, binary, {active, false}, {packet, raw}]).
 
@@ -533,6 +537,11 @@ run(Setup) -> run(Setup, #{}).
 
 -spec run(fun((api()) -> term()), map()) -> ok | {error, list()}.
 run(Setup, Options) ->
+    try serve_instances(Setup, Options)
+    catch Class:Reason -> {error, [{Class, Reason}]}
+    end.
+
+serve_instances(Setup, Options) ->
     Count = max(1, maps:get(thread_count, Options, list_to_integer(os:getenv("CUMULO_THREAD_COUNT", "1")))),
     {ok, _} = application:ensure_all_started(cumulo),
     Pids = [begin

@@ -60,7 +60,12 @@ expect(#{sock := Sock, buf := Buf} = Peer, Type) ->
             Type = Got,
             {Fields, Peer#{buf => Rest}};
         more ->
-            {ok, Data} = gen_tcp:recv(Sock, 0, ?TIMEOUT),
+            %% the rest of a frame whose length is known in one piece
+            Size = case Buf of
+                       <<Length:32/little, _/binary>> -> Length + 4 - byte_size(Buf);
+                       _ -> 0
+                   end,
+            {ok, Data} = gen_tcp:recv(Sock, Size, ?TIMEOUT),
             expect(Peer#{buf => <<Buf/binary, Data/binary>>}, Type)
     end.
 

@@ -58,7 +58,8 @@ error_instead_of_welcome_test() ->
 
 unmanaged_needs_a_prefix_and_a_socket_test() ->
     ?assertMatch({error, {invalid_argument, _}}, cumulo:new(#{socket => "/nonexistent", token => ""})),
-    ?assertMatch({error, {shutting_down, _}}, cumulo:new(#{socket => "/nonexistent/sock", token => "", prefix => "/t/"})).
+    ?assertMatch({error, {shutting_down, _}}, cumulo:new(#{socket => "/nonexistent/sock", token => "", prefix => "/t/"})),
+    ?assertMatch({error, {invalid_argument, _}}, cumulo:new(#{socket => "", token => "", prefix => "/t/"})).
 
 subscriptions_test() ->
     Core = cumulo_fake_core:start(fun(C) ->
@@ -262,6 +263,37 @@ window_of_requests_answered_in_order_test() ->
     ok = cumulo:subscribe(Api, "echo", fun(_, #{request := R}) -> R end),
     false = cumulo:poll(Api),
     ?assertEqual([<<1>>, <<2>>, <<3>>], cumulo_fake_core:join(Core)),
+    cumulo:close(Api).
+
+the_stream_cut_every_way_test_() -> {timeout, 60, fun the_stream_cut_every_way/0}.
+
+the_stream_cut_every_way() ->
+    Big = binary:copy(<<"0123456789abcdef">>, 3 * 65536),    % 3 MiB: many reads
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C, #{max_frame => 4 * 1024 * 1024}),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        Frame = cumulo_codec:encode('REQUEST', request_fields(?TID_A, #{request => Big})),
+        %% a frame cut inside its length field, then inside its body
+        <<Head:2/binary, Middle:1000/binary, Tail/binary>> = Frame,
+        [begin cumulo_fake_core:send_raw(P1, Part), timer:sleep(20) end || Part <- [Head, Middle, Tail]],
+        %% then two frames and the start of a third in one write, the rest later
+        Small = [cumulo_codec:encode('REQUEST', request_fields(<<N:64, 3:32, 1:32>>, #{request => <<N>>})) || N <- [1, 2, 3]],
+        <<Third1:10/binary, Third2/binary>> = lists:nth(3, Small),
+        cumulo_fake_core:send_raw(P1, iolist_to_binary([lists:sublist(Small, 2), Third1])),
+        timer:sleep(20),
+        cumulo_fake_core:send_raw(P1, [Third2, cumulo_codec:encode('TERMINATE', #{timeout => 9})]),
+        {R0, P2} = expect(P1, 'RETURN'),
+        {R1, P3} = expect(P2, 'RETURN'),
+        {R2, P4} = expect(P3, 'RETURN'),
+        {R3, _} = expect(P4, 'RETURN'),
+        [maps:get(response, R) || R <- [R0, R1, R2, R3]]
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "echo", fun(_, #{request := R}) -> R end),
+    false = cumulo:poll(Api),
+    [Echoed | Rest] = cumulo_fake_core:join(Core),
+    ?assert(Echoed =:= Big),
+    ?assertEqual([<<1>>, <<2>>, <<3>>], Rest),
     cumulo:close(Api).
 
 run_starts_an_instance_per_thread_test() ->
