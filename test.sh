@@ -51,6 +51,7 @@ suite "Perl SDK" bash sdk/perl/test.sh
 suite "Haskell SDK" bash sdk/haskell/test.sh
 suite "Erlang SDK" bash sdk/erlang/test.sh
 suite "OCaml SDK" bash sdk/ocaml/test.sh
+suite "ATS2 SDK" bash sdk/ats2/test.sh
 suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay >/dev/null && python3 -m unittest -q bench/relay/test_relay.py"
 [ -d tests/polyglot ] && suite "Cross-language end-to-end" "$py" -m pytest -q tests/polyglot
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end" "$py" -m pytest -q tests/gateway

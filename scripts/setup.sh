@@ -51,6 +51,15 @@ if [ ${#hs_missing[@]} -gt 0 ]; then
         { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq "${hs_missing[@]}" >/dev/null; }
 fi
 
+# --- ATS2: the patscc compiler (Debian's ats2-lang); its SDK sits on sdk/c
+if ! command -v patscc >/dev/null 2>&1; then
+    say "installing ats2-lang"
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get install -y -qq ats2-lang >/dev/null 2>&1 ||
+        { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq ats2-lang >/dev/null; }
+fi
+
 # --- the core and the Rust example (release build: these are what run)
 say "building the core (cargo build --release)"
 cargo build --release --workspace --quiet
@@ -131,4 +140,9 @@ say "building the OCaml SDK and example (dune)"
 (cd sdk/ocaml && dune build --root . @install 2>&1 && dune install --root . --prefix "$root/sdk/ocaml/_install" >/dev/null 2>&1 &&
     cd "$root/examples/http_req/ocaml" && OCAMLPATH="$root/sdk/ocaml/_install/lib" dune build --root . ./http_req.exe 2>&1) \
     >"$root/target/setup-ocaml.log" || { cat "$root/target/setup-ocaml.log" >&2; exit 1; }
+
+# --- ATS2 example (make: the SDK, the C SDK under it, then the example)
+say "building the ATS2 example"
+make -s -C examples/http_req/ats2 >"$root/target/setup-ats2.log" 2>&1 ||
+    { cat "$root/target/setup-ats2.log" >&2; exit 1; }
 say "ready"

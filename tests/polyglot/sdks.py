@@ -116,6 +116,16 @@ def _build_ocaml(build: Path) -> None:
             cwd=out, env=env)
 
 
+def _build_ats2(build: Path) -> None:
+    # The SDK (and the C SDK under it) once, by its Makefile; then each program.
+    ats2 = SDK / "ats2"
+    run(["make", "-s", "-C", ats2, "lib"])
+    flags = ["-DATS_MEMALLOC_LIBC", "-D_GNU_SOURCE", "-O2", "-IATS", ats2, "-I", ats2, "-I", SDK / "c" / "include"]
+    libs = [ats2 / "build" / "cumulo_dats.o", ats2 / "build" / "cumulo-c" / "libcumulo.a", "-lpthread"]
+    for program, source in (("ats2_client", CLIENTS / "client.dats"), ("ats2_faulty", SERVICES / "faulty.dats")):
+        run(["patscc", *flags, "-o", build / program, source, *libs], cwd=build)  # patscc writes its C here
+
+
 def java_jar() -> Path:
     jars = [j for j in (SDK / "java" / "target").glob("cumulo-*.jar")
             if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
@@ -269,6 +279,14 @@ SDKS.append(
         ("FaultyError", "boom from haskell"),
         Exports(("sdk/haskell/src/Cumulo.hs",), (r"^\s*[(,]\s*([a-z]\w*(?:,\s*[a-z]\w*)*)\s*$",), camel,
                 cut_at=r"^\s*\) where")))
+
+# ATS2: on top of the C SDK, as C++ is; as in C, a failing handler returns a status.
+SDKS.append(
+    Sdk("ats2", ("ats2",), _build_ats2,
+        lambda b: [b / "ats2_client"],
+        lambda b: [b / "ats2_faulty"],
+        ("/tests/faulty/ats2/boom", "INVALID_ARGUMENT"),
+        Exports(("sdk/ats2/SATS/cumulo.sats",), (r"^fun\s+([a-z]\w*)",), snake)))
 
 BY_NAME = {s.name: s for s in SDKS}
 

@@ -266,10 +266,13 @@ receive api deadline = do
       | otherwise = 4 + fromIntegral (B.foldr' (\w acc -> acc * 256 + fromIntegral w) (0 :: Word64) (B.take 4 b))
 
 dispatchAll :: API -> B.ByteString -> IO ()
-dispatchAll api buf = case decodeFrame (min maxBound (maxFrame api + requestOverhead)) buf of
+dispatchAll api buf = case decodeFrame receiveLimit buf of
   Left err -> abort api >> throwIO err
   Right Nothing -> writeIORef (apiBuffer api) buf
   Right (Just (msg, rest)) -> dispatch api msg >> dispatchAll api rest
+  where
+    -- frames from the core may be a REQUEST's overhead over max_frame (without wrapping past 4 GiB)
+    receiveLimit = fromInteger (min (toInteger (maxBound :: Word32)) (toInteger (maxFrame api) + toInteger requestOverhead))
 
 dispatch :: API -> Message -> IO ()
 dispatch api msg = case msg of
