@@ -168,6 +168,10 @@ def example_services() -> list[dict]:
             svc["path"] = _absolute(svc["path"])
             svc["args"] = [_absolute(a) for a in svc.get("args", [])]
             svc["dir"] = str(EXAMPLES)
+            # About 34 processes of 15 runtimes (JVMs, Erlang VMs, ...) start at
+            # once on a 2-core machine: these tests are about starting and
+            # stopping, not about how fast, so a slow start is not a restart.
+            svc.setdefault("timeout_init", 30_000)
         services.append(svc)
     return services
 
