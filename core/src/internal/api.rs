@@ -68,7 +68,7 @@ impl InternalApi {
     /// The core's state, with its clock read for this call.
     fn core(&self) -> std::cell::RefMut<'_, crate::state::Core> {
         let mut c = self.core.borrow_mut();
-        c.now = std::time::Instant::now();
+        c.refresh_now();
         c
     }
 
