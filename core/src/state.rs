@@ -342,18 +342,7 @@ impl Core {
         let Some(inst) = self.instances.get(&sender) else { return };
         match &inst.endpoint {
             Endpoint::Socket(out) | Endpoint::Remote(out) => {
-                out.push(|b| {
-                    cumulo_proto::encode_return(
-                        b,
-                        cumulo_proto::kind::RESPONSE,
-                        &cumulo_proto::Return {
-                            trans_id: *tid,
-                            status: status.code(),
-                            response_info: info,
-                            response: body,
-                        },
-                    )
-                });
+                out.push(|b| crate::frames::response(b, *tid, status, info, body));
             }
             Endpoint::Internal(inbox) => inbox.deliver(crate::instance::Response {
                 trans_id: *tid,
@@ -413,7 +402,7 @@ impl Core {
         let mut hung = Vec::new();
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
-            out.push(|b| cumulo_proto::encode_ping(b, cumulo_proto::kind::PING, nonce));
+            out.push(|b| crate::frames::ping(b, nonce));
             let heard = inst.last_rx >= previous || inst.rx_fd.is_some_and(|fd| crate::os::bytes_waiting(fd) > 0);
             inst.silent_rounds = if heard { 0 } else { inst.silent_rounds.saturating_add(1) };
             // Only an instance that serves something can be hung: a pure
@@ -465,7 +454,7 @@ impl Core {
         }
         for inst in self.instances.values() {
             if let Endpoint::Socket(out) = &inst.endpoint {
-                out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
+                out.push(|b| crate::frames::terminate(b, terminate_ms));
             }
         }
     }
@@ -517,7 +506,7 @@ impl Core {
             queued.extend(inst.queue.drain().map(|q| (q, m.clone())));
             if let Endpoint::Socket(out) = &inst.endpoint {
                 if !self.shutting_down {
-                    out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
+                    out.push(|b| crate::frames::terminate(b, terminate_ms));
                 }
             }
         }
