@@ -452,16 +452,16 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
             return Err((at_field("path"), "give path (a program) or internal (a built-in service)".into()))
         }
         (Some(p), None) if p.is_empty() => return Err((at_field("path"), "must not be empty".into())),
-        (None, Some(name)) if !crate::internal::is_known(name) => {
+        (None, Some(name)) if !crate::internal::settings::is_known(name) => {
             return Err((
                 at_field("internal"),
-                format!("unknown internal service '{name}' (known: {})", crate::internal::KNOWN.join(", ")),
+                format!("unknown internal service '{name}' (known: {})", crate::internal::settings::KNOWN.join(", ")),
             ))
         }
         // Settings are checked now, not when the service starts: a bad one
         // must refuse the file (or the API call), not stop a running core.
         (None, Some(name)) => {
-            crate::internal::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?
+            crate::internal::settings::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?
         }
         _ => {}
     }

@@ -8,6 +8,7 @@
 //! - `cluster`: nodes of one cloud over NATS (remote nodes as pseudo-instances);
 //! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
 //! - `listener`: sockets, handshake, frame reading and batched writing;
+//! - `frames`: every frame the core writes, one encoder per kind;
 //! - `supervisor`, `os`: service processes, restarts, termination;
 //! - `internal`: services inside the core behind one trait;
 //! - `admin`: the HTTP/JSON admin API and `/metrics`;
@@ -19,10 +20,12 @@
 
 pub mod admin;
 pub mod cli;
+pub mod close_reason;
 pub mod cloudi;
 pub mod cluster;
 pub mod config;
 pub mod daemon;
+pub mod frames;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod held;

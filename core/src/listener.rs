@@ -3,6 +3,7 @@
 //! per connection. The reader decodes frames in place from its buffer and
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
+use crate::close_reason::CloseReason;
 use crate::instance::{Endpoint, Outbox};
 use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
@@ -117,7 +118,7 @@ impl ReadBuf {
 
 async fn write_error<W: AsyncWrite + Unpin>(wr: &mut W, status: Status, message: &str) {
     let mut out = Vec::new();
-    cumulo_proto::encode_error(&mut out, status.code(), message);
+    crate::frames::error(&mut out, status, message);
     let _ = tokio::time::timeout(CLOSE_GRACE, wr.write_all(&out)).await;
 }
 
@@ -216,16 +217,16 @@ where
     let why = read_loop(&core, id, &mut rd, &mut rb, &outbox, max_frame).await;
     let why = if outbox.overflowed.get() {
         core.borrow_mut().stats.slow_consumers += 1;
-        format!("slow consumer: more than {max_outbox} bytes waiting to be read")
+        CloseReason::SlowConsumer { max_outbox }
     } else {
         why
     };
-    if why.starts_with("closed by the peer") {
+    if why.by_peer() {
         tracing::debug!(instance = id, "{prefix_for_log} instance {id}: {why}");
     } else {
         tracing::warn!(instance = id, "closing {prefix_for_log} instance {id}: {why}");
     }
-    core.borrow_mut().remove_instance(id, &why);
+    core.borrow_mut().remove_instance(id, &why.to_string());
     outbox.close();
     let _ = writer.await;
     core.borrow_mut().connection_tasks -= 1;
@@ -311,7 +312,7 @@ fn admit(
         keepalive: c.limits.keepalive.as_millis() as u32,
         prefix: &a.prefix,
     };
-    outbox.push(|b| cumulo_proto::encode_welcome(b, &w));
+    outbox.push(|b| crate::frames::welcome(b, &w));
     c.connection_tasks += 1;
     if let Some(inst) = c.instances.get_mut(&a.id) {
         inst.rx_fd = fd;
@@ -327,7 +328,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     rb: &mut ReadBuf,
     outbox: &Rc<Outbox>,
     max_frame: u32,
-) -> String {
+) -> CloseReason {
     loop {
         // Route every complete frame in the buffer under one borrow of the
         // core: a burst of frames costs one borrow and, through the outbox,
@@ -358,9 +359,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 };
                 if let Err((status, msg)) = c.handle_frame(id, frame) {
                     c.stats.protocol_errors += 1;
-                    outbox.push(|b| cumulo_proto::encode_error(b, status.code(), &msg));
+                    outbox.push(|b| crate::frames::error(b, status, &msg));
                     outbox.close();
-                    return msg;
+                    return CloseReason::Protocol(msg);
                 }
                 rb.start += total;
             }
@@ -368,20 +369,20 @@ async fn read_loop<R: AsyncRead + Unpin>(
         tokio::select! {
             r = rb.fill(rd, want) => match r {
                 Ok(true) => {}
-                Ok(false) => return "closed by the peer".into(),
-                Err(e) => return format!("closed by the peer: {e}"),
+                Ok(false) => return CloseReason::ByPeer(None),
+                Err(e) => return CloseReason::ByPeer(Some(e.to_string())),
             },
-            _ = outbox.cancel.cancelled() => return "closed by the core".into(),
+            _ = outbox.cancel.cancelled() => return CloseReason::ByCore,
         }
     }
 }
 
-fn protocol_error(c: &mut crate::state::Core, outbox: &Outbox, e: DecodeError) -> String {
+fn protocol_error(c: &mut crate::state::Core, outbox: &Outbox, e: DecodeError) -> CloseReason {
     c.stats.protocol_errors += 1;
     let msg = e.to_string();
-    outbox.push(|b| cumulo_proto::encode_error(b, e.status().code(), &msg));
+    outbox.push(|b| crate::frames::error(b, e.status(), &msg));
     outbox.close();
-    msg
+    CloseReason::Protocol(msg)
 }
 
 pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(outbox: Rc<Outbox>, mut wr: W) {

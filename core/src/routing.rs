@@ -9,9 +9,7 @@ use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
 use crate::state::{Core, InFlight};
-use cumulo_proto::{
-    kind, Control, Frame, Return, Send, Status, TransId, REQUEST_MCAST, REQUEST_SYNC, SEND_WAIT_FOR_SERVICE,
-};
+use cumulo_proto::{Control, Frame, Return, Send, Status, TransId, REQUEST_MCAST, REQUEST_SYNC, SEND_WAIT_FOR_SERVICE};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -135,13 +133,13 @@ impl Core {
     /// Handles one frame from a socket instance after its handshake.
     pub fn handle_frame(&mut self, id: InstanceId, frame: Frame<'_>) -> Result<(), (Status, String)> {
         match frame {
-            Frame::SendAsync(s) => self.send(id, &s, false)?,
-            Frame::SendSync(s) => self.send(id, &s, true)?,
-            Frame::Return(r) => self.ret(id, &r)?,
-            Frame::Forward(s) => self.forward(id, &s)?,
+            Frame::SendAsync(s) => self.send(id, &s, false),
+            Frame::SendSync(s) => self.send(id, &s, true),
+            Frame::Return(r) => self.ret(id, &r),
+            Frame::Forward(s) => self.forward(id, &s),
             Frame::McastAsync(s) => {
                 let (ids, failed) = self.mcast(id, &s);
-                self.with_outbox(id, |b| cumulo_proto::encode_mcast_sent(b, &s.trans_id, &ids));
+                self.with_outbox(id, |b| crate::frames::mcast_sent(b, &s.trans_id, &ids));
                 for (tid, status, msg) in failed {
                     self.respond(id, &tid, status, b"", msg.as_bytes());
                 }
@@ -158,7 +156,7 @@ impl Core {
                 let r = Ok(self.subscribe_count(id, c.pattern));
                 self.reply(id, &c, r);
             }
-            Frame::Ping(n) => self.with_outbox(id, |b| cumulo_proto::encode_ping(b, kind::PONG, n)),
+            Frame::Ping(n) => self.with_outbox(id, |b| crate::frames::pong(b, n)),
             Frame::Pong(_) => {}
             Frame::Goodbye => {
                 // No new requests for it; what it holds it may still return.
@@ -186,12 +184,7 @@ impl Core {
             Ok(v) => (Status::Ok, *v, ""),
             Err((s, m)) => (*s, 0, m.as_str()),
         };
-        self.with_outbox(id, |b| {
-            cumulo_proto::encode_reply(
-                b,
-                &cumulo_proto::Reply { req_id: c.req_id, status: status.code(), value, message },
-            )
-        });
+        self.with_outbox(id, |b| crate::frames::reply(b, c.req_id, status, value, message));
     }
 
     fn full_pattern(&self, id: InstanceId, pattern: &str) -> Result<String, (Status, String)> {
@@ -249,14 +242,13 @@ impl Core {
     }
 
     /// SEND_ASYNC / SEND_SYNC from instance `id`.
-    pub fn send(&mut self, id: InstanceId, s: &Send<'_>, sync: bool) -> Result<(), (Status, String)> {
+    pub fn send(&mut self, id: InstanceId, s: &Send<'_>, sync: bool) {
         let now = self.now;
-        let Some(sender) = self.instances.get(&id) else { return Ok(()) };
+        let Some(sender) = self.instances.get(&id) else { return };
         bump(&sender.metrics.sent);
         let opts = sender.options.clone();
         let fail = |core: &Core, status: Status, msg: String| {
             core.respond(id, &s.trans_id, status, b"", msg.as_bytes());
-            Ok(())
         };
         if s.trans_id.instance_id() != id || s.trans_id.node_id() != self.limits.node_id {
             return fail(
@@ -298,7 +290,6 @@ impl Core {
             request: s.request,
         };
         self.route(&route, false, timeout);
-        Ok(())
     }
 
     /// Routes a new request (`rerouted` false) or one already in flight
@@ -471,12 +462,12 @@ impl Core {
     }
 
     /// RETURN from the instance that handled a request.
-    pub fn ret(&mut self, id: InstanceId, r: &Return<'_>) -> Result<(), (Status, String)> {
-        let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
+    pub fn ret(&mut self, id: InstanceId, r: &Return<'_>) {
+        let Some(inst) = self.instances.get_mut(&id) else { return };
         let now = self.now;
         let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) else {
             self.stats.late += 1;
-            return Ok(()); // late (timed out) or unknown: nobody waits for it
+            return; // late (timed out) or unknown: nobody waits for it
         };
         inst.delivered.swap_remove(i);
         match self.inflight.remove(&r.trans_id) {
@@ -490,22 +481,21 @@ impl Core {
             None => self.stats.late += 1,
         }
         self.pump(id);
-        Ok(())
     }
 
     /// FORWARD: the instance hands the request it is handling to another
     /// name; the original sender will get the final answer, within what is
     /// left of the original timeout.
-    pub fn forward(&mut self, id: InstanceId, s: &Send<'_>) -> Result<(), (Status, String)> {
+    pub fn forward(&mut self, id: InstanceId, s: &Send<'_>) {
         let now = self.now;
-        let Some(inst) = self.instances.get_mut(&id) else { return Ok(()) };
+        let Some(inst) = self.instances.get_mut(&id) else { return };
         let Some(i) = inst.delivered.iter().position(|t| *t == s.trans_id) else {
-            return Ok(()); // timed out already: its sender has its answer
+            return; // timed out already: its sender has its answer
         };
         inst.delivered.swap_remove(i);
         let Some(f) = self.inflight.get_mut(&s.trans_id) else {
             self.pump(id);
-            return Ok(());
+            return;
         };
         if s.timeout > 0 {
             let asked = now + Duration::from_millis(s.timeout as u64);
@@ -532,7 +522,6 @@ impl Core {
             Err(why) => self.fail(&route, true, Status::InvalidArgument, why),
         }
         self.pump(id);
-        Ok(())
     }
 
     /// MCAST_ASYNC: one copy to every instance of every matching pattern.
@@ -624,7 +613,7 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
     match &inst.endpoint {
         Endpoint::Socket(out) | Endpoint::Remote(out) => {
             out.push(|b| {
-                cumulo_proto::encode_request(
+                crate::frames::request(
                     b,
                     &cumulo_proto::Request {
                         trans_id: r.trans_id,

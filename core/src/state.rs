@@ -111,7 +111,9 @@ pub struct Core {
     pub cluster: Option<Rc<RefCell<crate::cluster::Membership>>>,
     /// The time, read once per batch of work (a read of frames, a timer, an
     /// internal call) instead of once per frame: clock reads were a tenth of
-    /// the routing profile.
+    /// the routing profile. Every entry into the core that may route or
+    /// answer reads it first (`refresh_now`): a deadline's time left is
+    /// computed from it.
     pub now: Instant,
     /// Connections accepted that have not finished their handshake: they
     /// count against max_connections too.
@@ -164,6 +166,16 @@ impl Core {
             handshake_refusals: Throttle::default(),
             last_keepalive: Instant::now(),
         }
+    }
+
+    /// Reads the clock into `now`. The entry points that may reroute or
+    /// answer outside a read of frames (an instance removed, instances
+    /// retired by the supervisor or the admin API, a timer, a shutdown) call
+    /// it themselves: a stale `now` would overstate a rerouted request's
+    /// time left.
+    pub fn refresh_now(&mut self) -> Instant {
+        self.now = Instant::now();
+        self.now
     }
 
     fn new_id(&mut self) -> InstanceId {
@@ -291,6 +303,7 @@ impl Core {
         if !self.instances.contains_key(&id) {
             return;
         }
+        self.refresh_now();
         self.drop_held_of(id);
         let Some(mut inst) = self.instances.remove(&id) else { return };
         for p in &inst.subscriptions {
@@ -329,18 +342,7 @@ impl Core {
         let Some(inst) = self.instances.get(&sender) else { return };
         match &inst.endpoint {
             Endpoint::Socket(out) | Endpoint::Remote(out) => {
-                out.push(|b| {
-                    cumulo_proto::encode_return(
-                        b,
-                        cumulo_proto::kind::RESPONSE,
-                        &cumulo_proto::Return {
-                            trans_id: *tid,
-                            status: status.code(),
-                            response_info: info,
-                            response: body,
-                        },
-                    )
-                });
+                out.push(|b| crate::frames::response(b, *tid, status, info, body));
             }
             Endpoint::Internal(inbox) => inbox.deliver(crate::instance::Response {
                 trans_id: *tid,
@@ -364,7 +366,7 @@ impl Core {
     /// A request's timer fired: its sender gets TIMEOUT now. A late answer
     /// will be dropped.
     pub fn expire(&mut self, tid: TransId) {
-        self.now = Instant::now();
+        self.refresh_now();
         let Some(f) = self.inflight.remove(&tid) else { return };
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.
@@ -400,7 +402,7 @@ impl Core {
         let mut hung = Vec::new();
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
-            out.push(|b| cumulo_proto::encode_ping(b, cumulo_proto::kind::PING, nonce));
+            out.push(|b| crate::frames::ping(b, nonce));
             let heard = inst.last_rx >= previous || inst.rx_fd.is_some_and(|fd| crate::os::bytes_waiting(fd) > 0);
             inst.silent_rounds = if heard { 0 } else { inst.silent_rounds.saturating_add(1) };
             // Only an instance that serves something can be hung: a pure
@@ -434,6 +436,7 @@ impl Core {
     /// Stops taking requests: queued and parked ones fail with SHUTTING_DOWN,
     /// every instance gets TERMINATE.
     pub fn begin_shutdown(&mut self, terminate_ms: u32) {
+        self.refresh_now();
         self.shutting_down = true;
         let mut queued: Vec<(OwnedRequest, Option<Rc<ServiceMetrics>>)> =
             std::mem::take(&mut self.parked).into_values().map(|q| (q, None)).collect();
@@ -451,7 +454,7 @@ impl Core {
         }
         for inst in self.instances.values() {
             if let Endpoint::Socket(out) = &inst.endpoint {
-                out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
+                out.push(|b| crate::frames::terminate(b, terminate_ms));
             }
         }
     }
@@ -460,6 +463,7 @@ impl Core {
     /// not answer within the terminate timeout) fail with SHUTTING_DOWN, and
     /// every connection is closed once its outbox is written.
     pub fn finish_shutdown(&mut self) {
+        self.refresh_now();
         let left: Vec<(TransId, InFlight)> = self.inflight.drain().collect();
         for (tid, f) in left {
             self.timers.remove(&f.timer);
@@ -487,6 +491,7 @@ impl Core {
     /// SHUTTING_DOWN; what they hold they may still answer. Used when a
     /// process or a whole service is stopped while the core runs.
     pub fn retire_instances(&mut self, ids: &[InstanceId], terminate_ms: u32, why: &str) {
+        self.refresh_now();
         let mut queued = Vec::new();
         for id in ids {
             let Some(inst) = self.instances.get_mut(id) else { continue };
@@ -501,7 +506,7 @@ impl Core {
             queued.extend(inst.queue.drain().map(|q| (q, m.clone())));
             if let Endpoint::Socket(out) = &inst.endpoint {
                 if !self.shutting_down {
-                    out.push(|b| cumulo_proto::encode_terminate(b, terminate_ms));
+                    out.push(|b| crate::frames::terminate(b, terminate_ms));
                 }
             }
         }

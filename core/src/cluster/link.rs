@@ -355,7 +355,7 @@ impl Task {
             match cumulo_proto::decode(frame) {
                 Ok(Frame::Request(r)) => super::accept_remote(&mut core, from, &r),
                 Ok(Frame::Response(r)) => {
-                    let _ = core.ret(from, &r);
+                    core.ret(from, &r);
                 }
                 Ok(other) => {
                     tracing::debug!("cluster: {} from node {node} ignored", other.type_name())
@@ -387,14 +387,8 @@ impl Task {
         let mut at = 0;
         while let Ok(Some(n)) = cumulo_proto::next_frame_len(&frames[at..], u32::MAX) {
             if let Ok(Frame::Request(r)) = cumulo_proto::decode(&frames[at + cumulo_proto::LEN_PREFIX..at + n]) {
-                let ret = Return {
-                    trans_id: r.trans_id,
-                    status: Status::NoService.code(),
-                    response_info: b"",
-                    response: msg.as_bytes(),
-                };
                 let mut b = Vec::new();
-                cumulo_proto::encode_return(&mut b, cumulo_proto::kind::RESPONSE, &ret);
+                crate::frames::response(&mut b, r.trans_id, Status::NoService, b"", msg.as_bytes());
                 out.put_slice(&b);
             }
             at += n;
@@ -474,23 +468,14 @@ fn too_large(core: &Shared, instance: InstanceId, frame: &[u8], max_payload: usi
                 response_info: b"",
                 response: msg.as_bytes(),
             };
-            let _ = core.ret(instance, &refusal);
+            core.ret(instance, &refusal);
             None
         }
         Ok(Frame::Response(r)) => {
             let msg = why("response");
             tracing::warn!("cluster: {msg}");
             let mut out = Vec::new();
-            cumulo_proto::encode_return(
-                &mut out,
-                cumulo_proto::kind::RESPONSE,
-                &Return {
-                    trans_id: r.trans_id,
-                    status: Status::TooLarge.code(),
-                    response_info: b"",
-                    response: msg.as_bytes(),
-                },
-            );
+            crate::frames::response(&mut out, r.trans_id, Status::TooLarge, b"", msg.as_bytes());
             Some(out.into())
         }
         _ => None,

@@ -68,7 +68,7 @@ impl InternalApi {
     /// The core's state, with its clock read for this call.
     fn core(&self) -> std::cell::RefMut<'_, crate::state::Core> {
         let mut c = self.core.borrow_mut();
-        c.now = std::time::Instant::now();
+        c.refresh_now();
         c
     }
 
@@ -103,7 +103,7 @@ impl InternalApi {
             request_info: info,
             request: body,
         };
-        let _ = self.core().send(self.id, &s, sync);
+        self.core().send(self.id, &s, sync);
     }
 
     /// Sends and returns at once; collect the answer with `recv_async`.
@@ -176,7 +176,7 @@ impl InternalApi {
 
     pub fn return_(&self, req: &OwnedRequest, status: Status, info: &[u8], body: &[u8]) {
         let r = Return { trans_id: req.trans_id, status: status.code(), response_info: info, response: body };
-        let _ = self.core().ret(self.id, &r);
+        self.core().ret(self.id, &r);
     }
 
     pub fn forward(&self, req: &OwnedRequest, name: &str, info: &[u8], body: &[u8], o: SendOptions) {
@@ -189,7 +189,7 @@ impl InternalApi {
             request_info: info,
             request: body,
         };
-        let _ = self.core().forward(self.id, &s);
+        self.core().forward(self.id, &s);
     }
 }
 

@@ -13,15 +13,7 @@ pub struct Echo {
 
 impl Echo {
     pub fn from_settings(settings: &toml::Table) -> Result<Echo, String> {
-        let pattern = match settings.get("pattern") {
-            None => "*".to_string(),
-            Some(toml::Value::String(s)) => s.clone(),
-            Some(_) => return Err("echo: settings.pattern must be a string".into()),
-        };
-        if let Some(k) = settings.keys().find(|k| *k != "pattern") {
-            return Err(format!("echo: unknown setting '{k}' (known: pattern)"));
-        }
-        Ok(Echo { pattern })
+        Ok(Echo { pattern: super::settings::echo_pattern(settings)? })
     }
 }
 

@@ -7,6 +7,7 @@ mod api;
 mod echo;
 mod http;
 mod request_rate;
+pub mod settings;
 
 pub use api::InternalApi;
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
@@ -15,13 +16,6 @@ pub use http::fuzzing as http_fuzzing;
 
 use std::future::Future;
 use std::pin::Pin;
-
-/// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "http", "request_rate"];
-
-pub fn is_known(name: &str) -> bool {
-    KNOWN.contains(&name)
-}
 
 /// A service built into the core. One value is created per instance
 /// (count_process x count_thread of them); `run` owns its instance's API
@@ -36,17 +30,6 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
-        other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
-    }
-}
-
-/// Checks the settings of an internal service without creating it (no
-/// socket bound, nothing started): for validating a config file.
-pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
-    match name {
-        "echo" => echo::Echo::from_settings(settings).map(drop),
-        "http" => http::check_settings(settings),
-        "request_rate" => request_rate::RequestRate::from_settings(settings).map(drop),
-        other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
+        other => Err(format!("unknown internal service '{other}' (known: {})", settings::KNOWN.join(", "))),
     }
 }

@@ -72,6 +72,12 @@ impl TestCore {
     }
 
     pub fn start_with(services: &str, token: Option<&str>) -> TestCore {
+        TestCore::start_keepalive(services, token, 1000)
+    }
+
+    /// A core whose keep-alive round is `keepalive_ms` (its pings and their
+    /// answers are work the core does: a long round leaves it idle).
+    pub fn start_keepalive(services: &str, token: Option<&str>, keepalive_ms: u32) -> TestCore {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("cumulo-e2e-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -82,7 +88,7 @@ impl TestCore {
             let port = free_port();
             let token_line = token.map(|t| format!("token = \"{t}\"\n")).unwrap_or_default();
             let text = format!(
-                "[core]\nsocket = \"{}\"\nkeepalive = 1000\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
+                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
                 socket.display()
             );
             let config = dir.join("cumulo.toml");

@@ -8,5 +8,6 @@ mod connections;
 mod logs;
 mod metrics;
 mod openapi;
+mod reroute_clock;
 mod services;
 mod shutdown;

@@ -16,12 +16,12 @@ mod names;
 mod request;
 mod response;
 mod server;
-mod settings;
+pub(super) mod settings;
 
 use super::{InternalApi, InternalService};
 use settings::Settings;
 use std::future::Future;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::pin::Pin;
 
 /// Pending connections the kernel keeps before `accept`: a burst of new
@@ -41,11 +41,6 @@ impl HttpGateway {
         let listener = bind(&settings)?;
         Ok(HttpGateway { settings, listener, access_log })
     }
-}
-
-/// The settings' checks alone, without binding the port.
-pub fn check_settings(table: &toml::Table) -> Result<(), String> {
-    listen_address(&Settings::from_settings(table)?).map(drop)
 }
 
 impl InternalService for HttpGateway {
@@ -69,23 +64,8 @@ impl InternalService for HttpGateway {
 
 /// Where to listen: the address resolved, and refused unless loopback or
 /// explicitly allowed.
-fn listen_address(s: &Settings) -> Result<SocketAddr, String> {
-    let addr = (s.address.as_str(), s.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("http: settings.address '{}' is not a usable address: {e}", s.address))?
-        .next()
-        .ok_or_else(|| format!("http: settings.address '{}' resolves to no address", s.address))?;
-    if !s.allow_remote && !addr.ip().is_loopback() {
-        return Err(format!(
-            "http: settings.address = {} is not a loopback address; set settings.allow_remote = true to accept HTTP clients from other hosts",
-            s.address
-        ));
-    }
-    Ok(addr)
-}
-
 fn bind(s: &Settings) -> Result<std::net::TcpListener, String> {
-    let addr = listen_address(s)?;
+    let addr = settings::listen_address(s)?;
     listen(addr).map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
             " (another program, or a second instance of this gateway: keep count_process and count_thread at 1)"

@@ -2,6 +2,7 @@
 //! Every key is documented in docs/GATEWAY.md; an unknown key or a value of
 //! the wrong type is refused with the key and what it accepts.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 /// Which request headers reach the service in request_info.
@@ -190,6 +191,28 @@ fn query_format(t: &toml::Table) -> Result<QueryFormat, String> {
         Some(toml::Value::String(s)) if s == "raw" => Ok(QueryFormat::Raw),
         Some(_) => Err("http: settings.query_format must be \"kv\" or \"raw\"".into()),
     }
+}
+
+/// Checks a gateway's settings without binding its socket.
+pub fn check(table: &toml::Table) -> Result<(), String> {
+    listen_address(&Settings::from_settings(table)?).map(drop)
+}
+
+/// The address to listen on; refuses a non-loopback one unless
+/// `allow_remote` is set.
+pub fn listen_address(s: &Settings) -> Result<SocketAddr, String> {
+    let addr = (s.address.as_str(), s.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("http: settings.address '{}' is not a usable address: {e}", s.address))?
+        .next()
+        .ok_or_else(|| format!("http: settings.address '{}' resolves to no address", s.address))?;
+    if !s.allow_remote && !addr.ip().is_loopback() {
+        return Err(format!(
+            "http: settings.address = {} is not a loopback address; set settings.allow_remote = true to accept HTTP clients from other hosts",
+            s.address
+        ));
+    }
+    Ok(addr)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 mod group;
 mod lane;
-mod settings;
+pub(super) mod settings;
 
 use super::api::SendOptions;
 use super::{InternalApi, InternalService};

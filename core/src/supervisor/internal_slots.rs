@@ -1,0 +1,72 @@
+//! Slots of internal services: `count_thread` instances of a service built
+//! into the core, run as tasks on the core's event loop.
+
+use super::{ProcState, Service, Slot, Supervisor};
+use crate::internal::InternalApi;
+use std::rc::Rc;
+use tokio_util::sync::CancellationToken;
+
+impl Supervisor {
+    /// Runs one slot of an internal service: `count_thread` instances on the
+    /// core's event loop, until stopped or restarted.
+    pub(super) async fn internal_loop(&self, svc: &Rc<Service>, slot: &Rc<Slot>) {
+        loop {
+            let cfg = svc.config().clone();
+            let name = cfg.internal.clone().unwrap_or_default();
+            let cancel = CancellationToken::new();
+            let mut tasks = Vec::new();
+            let mut ids = Vec::new();
+            slot.set(ProcState::Starting, true);
+            for _ in 0..cfg.count_thread {
+                let options = svc.options.borrow().clone();
+                let created =
+                    crate::internal::create(&name, &cfg.settings).map_err(|m| m.to_string()).and_then(|service| {
+                        let api = InternalApi::connect(
+                            &self.core,
+                            &svc.prefix,
+                            options,
+                            svc.metrics.clone(),
+                            svc.id,
+                            slot.index,
+                            cfg.count_process,
+                            cfg.count_thread,
+                        )
+                        .map_err(|(_, m)| m)?;
+                        Ok((service, api))
+                    });
+                match created {
+                    Ok((service, api)) => {
+                        ids.push(api.instance_id());
+                        let cancel = cancel.clone();
+                        tasks.push(tokio::task::spawn_local(async move {
+                            tokio::select! {
+                                _ = service.run(api) => {}
+                                _ = cancel.cancelled() => {}
+                            }
+                        }));
+                    }
+                    Err(why) => {
+                        tracing::error!(service = %svc.prefix, service_id = svc.id, process = slot.index, "cannot start internal {name}: {why}")
+                    }
+                }
+            }
+            *slot.internal_ids.borrow_mut() = ids.clone();
+            slot.set(ProcState::Running, false);
+            let restart = tokio::select! {
+                _ = slot.restart.notified() => true,
+                _ = slot.stop.cancelled() => false,
+            };
+            slot.set(ProcState::Stopping, false);
+            let why = format!("internal service {} ({}) stopped before handling the request", svc.id, svc.prefix);
+            self.core.borrow_mut().retire_instances(&ids, cfg.timeout_terminate, &why);
+            cancel.cancel();
+            for t in tasks {
+                let _ = t.await;
+            }
+            slot.internal_ids.borrow_mut().clear();
+            if !restart {
+                return;
+            }
+        }
+    }
+}
