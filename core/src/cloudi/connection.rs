@@ -80,6 +80,11 @@ struct Adapter {
     /// CloudI bytes for the API's socket, not written yet. Written by this
     /// task itself (no writer task: one wake-up less per message).
     out: Vec<u8>,
+    /// Where in `out` the message being written ends: one message per
+    /// write, as CloudI's core sends them.
+    msg_end: usize,
+    /// The core's keep-alive round came: answered for the API.
+    pinged: bool,
 }
 
 /// A response kept for recv_async.
@@ -108,7 +113,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         match next_message(&rb[start..], max_frame) {
             Ok(Some(n)) => break n,
             Ok(None) => {}
-            Err(e) => return malformed(&service, thread_index, &e),
+            Err(e) => return malformed(&core, &token, &service, thread_index, &e),
         }
         match rd.read_buf(&mut rb).await {
             Ok(n) if n > 0 => {}
@@ -117,8 +122,11 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     };
     match msg::decode(&rb[msg::LEN_PREFIX..first]) {
         Ok(ApiMessage::Init) => {}
-        Ok(other) => return malformed(&service, thread_index, &format!("expected init first, got {}", other.name())),
-        Err(e) => return malformed(&service, thread_index, &e),
+        Ok(other) => {
+            let why = format!("expected init first, got {}", other.name());
+            return malformed(&core, &token, &service, thread_index, &why);
+        }
+        Err(e) => return malformed(&core, &token, &service, thread_index, &e),
     }
     start = first;
 
@@ -144,6 +152,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
             c.connection_tasks += 1;
             if let Some(inst) = c.instances.get_mut(&a.id) {
                 inst.rx_fd = Some(rx_fd); // for the keep-alive check
+                inst.cloudi = true;
             }
             let label = c.instances.get(&a.id).map_or_else(String::new, |i| i.label.clone());
             (a.id, TransIdGen::new(node_id, a.id), label, a.options.timeout_async)
@@ -166,6 +175,11 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     } else {
         tracing::warn!(instance = id, "closing {}: {why}", a.label);
     }
+    if !why.starts_with("closed by") {
+        // The core gave up on this thread, not the process: CloudI kills
+        // such a process so that it is restarted (within max_r/max_t).
+        kill_process(&core, &token, &service, &why);
+    }
     core.borrow_mut().remove_instance(id, &why);
     native.close();
     // What is left (a TERM, say) may take CLOSE_GRACE to leave.
@@ -181,8 +195,21 @@ fn put(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
     write(out)
 }
 
-fn malformed(service: &str, thread_index: u32, why: &str) {
+fn malformed(core: &Shared, token: &str, service: &str, thread_index: u32, why: &str) {
     tracing::error!(service = %service, "CloudI API thread {thread_index} of {service}: {why}; closing its connection");
+    kill_process(core, token, service, why);
+}
+
+/// Kills the process of a thread whose connection the core closed: a CloudI
+/// API does not exit when one of its sockets closes (the Python API spins),
+/// and CloudI restarts such a process. The supervisor sees it exit and
+/// restarts it within max_r/max_t.
+fn kill_process(core: &Shared, token: &str, service: &str, why: &str) {
+    let pid = core.borrow().processes.get(token).and_then(|slot| slot.pid);
+    if let Some(pid) = pid {
+        tracing::warn!(service = %service, "killing CloudI API process {pid}: {why}");
+        crate::os::signal(pid, libc::SIGKILL);
+    }
 }
 
 /// The length of the whole message at the start of `data` (prefix
@@ -223,6 +250,8 @@ impl Adapter {
             timeout_async,
             failed: VecDeque::new(),
             out,
+            msg_end: 0,
+            pinged: false,
         }
     }
 
@@ -299,6 +328,11 @@ impl Adapter {
                         return e;
                     }
                     batch.clear();
+                    if std::mem::take(&mut self.pinged) {
+                        if let Some(inst) = core.borrow_mut().instances.get_mut(&self.id) {
+                            inst.last_rx = Instant::now();
+                        }
+                    }
                 }
                 _ = sleep_until(deadline) => {
                     // recv_async timed out: CloudI answers with the null trans_id.
@@ -310,17 +344,27 @@ impl Adapter {
         }
     }
 
-    /// Writes what the socket takes now, without waiting.
+    /// Writes what the socket takes now, without waiting, one message per
+    /// write as CloudI's core does: CloudI's JavaScript API handles one
+    /// message per socket read and keeps the rest until the next one.
     fn flush(&mut self, wr: &mut OwnedWriteHalf) -> Result<(), String> {
         let mut done = 0;
         while done < self.out.len() {
-            match wr.try_write(&self.out[done..]) {
+            if self.msg_end <= done {
+                let len = self
+                    .out
+                    .get(done..done + msg::LEN_PREFIX)
+                    .map_or(0, |p| u32::from_be_bytes(p.try_into().unwrap_or_default()) as usize);
+                self.msg_end = (done + msg::LEN_PREFIX + len).min(self.out.len());
+            }
+            match wr.try_write(&self.out[done..self.msg_end]) {
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(format!("closed by the peer: {e}")),
             }
         }
         self.out.drain(..done);
+        self.msg_end -= done;
         Ok(())
     }
 
@@ -429,7 +473,19 @@ impl Adapter {
         let any = trans_id == msg::NULL_TRANS_ID;
         let now = Instant::now();
         self.sweep(now);
-        if let Some(i) = self.responses.iter().position(|k| k.until > now && (any || k.trans_id == trans_id)) {
+        // With no trans_id, the oldest request's response (CloudI's
+        // recv_async_select_oldest): trans_ids are in time order as bytes.
+        let found = if any {
+            self.responses
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| k.until > now)
+                .min_by_key(|(_, k)| k.trans_id.0)
+                .map(|(i, _)| i)
+        } else {
+            self.responses.iter().position(|k| k.until > now && k.trans_id == trans_id)
+        };
+        if let Some(i) = found {
             let k = &self.responses[i];
             put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, &k.info, &k.body, &k.trans_id));
             if consume {
@@ -547,9 +603,12 @@ impl Adapter {
                     tracing::warn!(instance = self.id, "{}: unsubscribe refused: {}", self.label, r.message);
                 }
             }
-            Frame::Ping(_) => {
-                msg::encode_keepalive(&mut self.out);
-            }
+            // CloudI sends KEEPALIVE to external services over UDP only: a
+            // CloudI API on a local socket never gets one (CloudI's
+            // JavaScript API, handed one coalesced with a request, would
+            // handle the request only at the next read). The core's
+            // keep-alive round counts this instance as heard instead.
+            Frame::Ping(_) => self.pinged = true,
             Frame::Terminate(_) => {
                 msg::encode_term(&mut self.out);
             }
