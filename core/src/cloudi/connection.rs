@@ -19,15 +19,13 @@ use cumulo_proto::{Frame, Status, TransId, TransIdGen};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
-/// Bytes read per system call at most.
-const READ_CHUNK: usize = 64 * 1024;
-/// How long the last bytes (a TERM, say) may take to leave once the
-/// connection ends, before it is dropped regardless.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+// The listener's read buffer, read size and close grace: the same bounds as
+// a native connection.
+use crate::listener::{ReadBuf, CLOSE_GRACE, READ_CHUNK};
 /// Failed async trans_ids remembered so that `recv_async` on one answers at
 /// once instead of waiting out its timeout; older ones are forgotten.
 const FAILED_REMEMBERED: usize = 1024;
@@ -105,22 +103,22 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         let c = core.borrow();
         (c.limits.max_frame as usize, c.limits.max_outbox)
     };
-    let mut rb = Vec::with_capacity(READ_CHUNK);
-    let mut start = 0;
+    let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     // The API speaks first: `init`. A process that never does is killed by
     // the supervisor at timeout_init, which closes this socket.
     let first = loop {
-        match next_message(&rb[start..], max_frame) {
+        match next_message(&rb.buf[rb.start..], max_frame) {
             Ok(Some(n)) => break n,
             Ok(None) => {}
             Err(e) => return malformed(&core, &token, &service, thread_index, &e),
         }
-        match rd.read_buf(&mut rb).await {
-            Ok(n) if n > 0 => {}
+        let want = wanted(&rb.buf[rb.start..]);
+        match rb.fill(&mut rd, want).await {
+            Ok(true) => {}
             _ => return,
         }
     };
-    match msg::decode(&rb[msg::LEN_PREFIX..first]) {
+    match msg::decode(&rb.buf[rb.start + msg::LEN_PREFIX..rb.start + first]) {
         Ok(ApiMessage::Init) => {}
         Ok(other) => {
             let why = format!("expected init first, got {}", other.name());
@@ -128,7 +126,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         }
         Err(e) => return malformed(&core, &token, &service, thread_index, &e),
     }
-    start = first;
+    rb.start += first;
 
     let native = Outbox::new(max_outbox);
     let mut out = Vec::with_capacity(READ_CHUNK);
@@ -167,7 +165,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     };
     let mut wr = wr;
     let mut a = Adapter::new(id, label, ids, timeout_async, max_outbox, out);
-    let why = a.serve(&core, &mut rd, &mut wr, &mut rb, start, &native, (max_frame, max_outbox)).await;
+    let why = a.serve(&core, &mut rd, &mut wr, &mut rb, &native, (max_frame, max_outbox)).await;
     if why.starts_with("closed by the peer") {
         tracing::debug!(instance = id, "{}: {why}", a.label);
     } else if why.starts_with("protocol error") {
@@ -175,9 +173,11 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     } else {
         tracing::warn!(instance = id, "closing {}: {why}", a.label);
     }
-    if !why.starts_with("closed by") {
-        // The core gave up on this thread, not the process: CloudI kills
-        // such a process so that it is restarted (within max_r/max_t).
+    // The core gave up on this thread, not the process: CloudI kills such a
+    // process so that it is restarted (within max_r/max_t). Not one being
+    // terminated already (its subscribes are refused meanwhile).
+    let retiring = core.borrow().instances.get(&id).is_some_and(|i| i.retiring);
+    if !why.starts_with("closed by") && !retiring {
         kill_process(&core, &token, &service, &why);
     }
     core.borrow_mut().remove_instance(id, &why);
@@ -210,6 +210,13 @@ fn kill_process(core: &Shared, token: &str, service: &str, why: &str) {
         tracing::warn!(service = %service, "killing CloudI API process {pid}: {why}");
         crate::os::signal(pid, libc::SIGKILL);
     }
+}
+
+/// Bytes of the message begun at the start of `data`, prefix included (0
+/// until its prefix is here): what the read buffer makes room for.
+fn wanted(data: &[u8]) -> usize {
+    data.get(..msg::LEN_PREFIX)
+        .map_or(0, |p| msg::LEN_PREFIX + u32::from_be_bytes(p.try_into().unwrap_or_default()) as usize)
 }
 
 /// The length of the whole message at the start of `data` (prefix
@@ -261,8 +268,7 @@ impl Adapter {
         core: &Shared,
         rd: &mut OwnedReadHalf,
         wr: &mut OwnedWriteHalf,
-        rb: &mut Vec<u8>,
-        mut start: usize,
+        rb: &mut ReadBuf,
         native: &Rc<Outbox>,
         (max_frame, max_outbox): (usize, usize),
     ) -> String {
@@ -277,28 +283,22 @@ impl Adapter {
                     inst.last_rx = now;
                 }
                 loop {
-                    let n = match next_message(&rb[start..], max_frame) {
+                    let n = match next_message(&rb.buf[rb.start..], max_frame) {
                         Ok(Some(n)) => n,
                         Ok(None) => break,
                         Err(e) => return self.protocol_error(&mut c, &e),
                     };
-                    let m = match msg::decode(&rb[start + msg::LEN_PREFIX..start + n]) {
+                    let m = match msg::decode(&rb.buf[rb.start + msg::LEN_PREFIX..rb.start + n]) {
                         Ok(m) => m,
                         Err(e) => return self.protocol_error(&mut c, &e),
                     };
                     if let Err(e) = self.api_message(&mut c, m) {
                         return self.protocol_error(&mut c, &e);
                     }
-                    start += n;
+                    rb.start += n;
                 }
             }
-            if start > 0 {
-                rb.drain(..start);
-                start = 0;
-            }
-            if rb.capacity() - rb.len() < READ_CHUNK {
-                rb.reserve(READ_CHUNK);
-            }
+            let want = wanted(&rb.buf[rb.start..]);
             let deadline = match self.waiting {
                 Waiting::Recv { deadline, .. } => Some(deadline),
                 _ => None,
@@ -315,9 +315,9 @@ impl Adapter {
                         return format!("closed by the peer: {e}");
                     }
                 }
-                r = rd.read_buf(rb) => match r {
-                    Ok(n) if n > 0 => {}
-                    Ok(_) => return "closed by the peer".into(),
+                r = rb.fill(rd, want) => match r {
+                    Ok(true) => {}
+                    Ok(false) => return "closed by the peer".into(),
                     Err(e) => return format!("closed by the peer: {e}"),
                 },
                 more = native.next_batch(&mut batch) => {
