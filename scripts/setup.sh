@@ -101,6 +101,14 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.vers
         "$venv/bin/python" -m pip install -q --disable-pip-version-check cloudi==2.0.7 erlang_py==2.0.7 >/dev/null
 fi
 
+# --- CloudI's own JavaScript API (npm cloudi, with erlang_js), for
+# examples/http_req/javascript_cloudi and the CloudI tests (docs/CLOUDI.md)
+if [ ! -f examples/http_req/javascript_cloudi/node_modules/cloudi/Erlang.js ] ||
+    ! grep -qs '"version": "2.0.6"' examples/http_req/javascript_cloudi/node_modules/cloudi/package.json; then
+    say "installing CloudI's JavaScript API (cloudi 2.0.6) into examples/http_req/javascript_cloudi"
+    (cd examples/http_req/javascript_cloudi && npm ci --silent --no-audit --no-fund >/dev/null)
+fi
+
 # --- Java SDK jar and example classes
 jar=$(ls sdk/java/target/cumulo-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -n 1 || true)
 if [ -z "$jar" ]; then

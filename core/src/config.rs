@@ -138,8 +138,10 @@ impl Default for CoreConfig {
 /// How a sender picks one instance among those subscribed to the matched
 /// pattern. Node-aware ones (docs/CLUSTER.md): "closest" prefers an instance
 /// on this node, "furthest" one on another node, "local" and "remote" take
-/// only those; with a single node every instance is local. The registry is
-/// always current, so "lazy" and "immediate" behave alike.
+/// only those; with a single node every instance is local. "newest" and
+/// "oldest" (CloudI's) take the instance that joined this node's registry
+/// last or first. The registry is always current, so "lazy" and "immediate"
+/// behave alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DestRefresh {
@@ -153,6 +155,10 @@ pub enum DestRefresh {
     LazyRemote,
     ImmediateRandom,
     LazyRandom,
+    ImmediateNewest,
+    LazyNewest,
+    ImmediateOldest,
+    LazyOldest,
     RoundRobin,
     LeastBusy,
     None,

@@ -213,6 +213,9 @@ pub struct Instance {
     /// Its socket's read side, to see whether bytes wait in it unread
     /// (none for internal instances and in-memory streams).
     pub rx_fd: Option<RawFd>,
+    /// Speaks CloudI's protocol: CloudI's routing rules apply to what it
+    /// sends (docs/CLOUDI.md, "Routing as in CloudI").
+    pub cloudi: bool,
 }
 
 /// Who an instance is, as it is admitted: the rest of `Instance` starts
@@ -245,6 +248,7 @@ impl Instance {
             last_rx: Instant::now(),
             silent_rounds: 0,
             rx_fd: None,
+            cloudi: false,
         }
     }
 

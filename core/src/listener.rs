@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 
 /// Bytes read per system call at most; also the initial buffer size.
-const READ_CHUNK: usize = 64 * 1024;
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
 /// The largest HELLO there can be, bytes after the length prefix: type
 /// (1), version (2), window (4), thread_index (4), and two `str` fields of
 /// at most 2 + 65535 bytes each (PROTOCOL.md 4.1). A longer first frame is
@@ -26,7 +26,7 @@ const READ_CHUNK: usize = 64 * 1024;
 pub const MAX_HELLO_FRAME: u32 = 1 + 2 + 4 + 4 + 2 * (2 + u16::MAX as u32);
 /// How long buffered frames (an ERROR, say) may take to leave once the core
 /// has closed a connection, before the connection is dropped regardless.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// Binds the Unix socket: its folder is created private to the user, a stale
 /// socket file is replaced, and the socket itself is user-only (0600).
@@ -93,15 +93,16 @@ async fn accept_error(e: std::io::Error, warnings: &mut Throttle) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-/// A read buffer holding unparsed bytes at `buf[start..]`.
-struct ReadBuf {
-    buf: Vec<u8>,
-    start: usize,
+/// A read buffer holding unparsed bytes at `buf[start..]` (also the CloudI
+/// adapter's, `cloudi::connection`).
+pub(crate) struct ReadBuf {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) start: usize,
 }
 
 impl ReadBuf {
     /// Reads more bytes; Ok(false) at end of stream.
-    async fn fill<R: AsyncRead + Unpin>(&mut self, rd: &mut R, want: usize) -> std::io::Result<bool> {
+    pub(crate) async fn fill<R: AsyncRead + Unpin>(&mut self, rd: &mut R, want: usize) -> std::io::Result<bool> {
         if self.start > 0 {
             self.buf.drain(..self.start);
             self.start = 0;

@@ -63,58 +63,69 @@ impl OwnedRequest {
 /// Picks one instance of a pattern for a sender, or none when the policy
 /// excludes them all (`*_local` with only remote ones, say). `clustered`:
 /// other nodes are known, so some instances may be remote pseudo-instances.
+/// `exclude`: an instance never to pick (a CloudI sender is never its own
+/// destination, docs/CLOUDI.md).
 fn select(
     entry: &mut PatternEntry,
     how: DestRefresh,
     instances: &ahash::AHashMap<InstanceId, Instance>,
     clustered: bool,
     local_only: bool,
+    exclude: Option<InstanceId>,
 ) -> Option<InstanceId> {
     use DestRefresh::*;
+    let allowed = |id: &InstanceId| Some(*id) != exclude;
     let remote = |id: &InstanceId| instances.get(id).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
-    if local_only && how == RoundRobin {
-        for _ in 0..entry.instances.len() {
-            entry.next = (entry.next + 1) % entry.instances.len();
-            if !remote(&entry.instances[entry.next]) {
-                return Some(entry.instances[entry.next]);
-            }
-        }
-        return Option::None;
+    let local = |id: &InstanceId| allowed(id) && !remote(id);
+    let far = |id: &InstanceId| allowed(id) && remote(id);
+    if how == RoundRobin {
+        return if local_only { next_where(entry, local) } else { next_where(entry, allowed) };
     }
     let list = &entry.instances;
     if local_only {
-        return pick_where(list, |id| !remote(id));
+        return pick_where(list, local);
     }
     match how {
-        ImmediateLocal | LazyLocal if clustered => return pick_where(list, |id| !remote(id)),
-        ImmediateRemote | LazyRemote => return pick_where(list, remote),
+        ImmediateLocal | LazyLocal if clustered => return pick_where(list, local),
+        ImmediateRemote | LazyRemote => return pick_where(list, far),
         ImmediateClosest | LazyClosest if clustered => {
-            return pick_where(list, |id| !remote(id)).or_else(|| pick_where(list, remote))
+            return pick_where(list, local).or_else(|| pick_where(list, far))
         }
         ImmediateFurthest | LazyFurthest if clustered => {
-            return pick_where(list, remote).or_else(|| pick_where(list, |id| !remote(id)))
+            return pick_where(list, far).or_else(|| pick_where(list, local))
         }
+        // Instance ids grow as instances join the registry.
+        ImmediateNewest | LazyNewest => return list.iter().copied().filter(allowed).max(),
+        ImmediateOldest | LazyOldest => return list.iter().copied().filter(allowed).min(),
         _ => {}
     }
     if list.len() == 1 {
-        return Some(list[0]);
+        return Some(list[0]).filter(allowed);
     }
-    Some(match how {
-        RoundRobin => {
-            entry.next = (entry.next + 1) % list.len();
-            list[entry.next]
-        }
+    match how {
         LeastBusy => {
             // Ties go to a random one of the least busy, so equal instances
             // share the load instead of the first taking it all.
             let start = fastrand::usize(..list.len());
             (0..list.len())
                 .map(|k| list[(start + k) % list.len()])
+                .filter(allowed)
                 .min_by_key(|id| instances.get(id).map_or(usize::MAX, Instance::load))
-                .unwrap()
         }
-        _ => list[fastrand::usize(..list.len())],
-    })
+        _ if exclude.is_some() => pick_where(list, allowed),
+        _ => Some(list[fastrand::usize(..list.len())]),
+    }
+}
+
+/// The next instance after the round-robin cursor that passes `keep`.
+fn next_where(entry: &mut PatternEntry, keep: impl Fn(&InstanceId) -> bool) -> Option<InstanceId> {
+    for _ in 0..entry.instances.len() {
+        entry.next = (entry.next + 1) % entry.instances.len();
+        if keep(&entry.instances[entry.next]) {
+            return Some(entry.instances[entry.next]);
+        }
+    }
+    Option::None
 }
 
 /// A uniformly random instance among those that pass `keep`, in one pass
@@ -308,7 +319,10 @@ impl Core {
             None => (DestRefresh::ImmediateClosest, false),
         };
         let local_only = from_node && !rerouted;
-        let Some(entry) = self.registry.lookup(r.name) else {
+        let exclude = crate::cloudi::rules::excluded(&self.instances, r.sender);
+        // A pattern only the excluded sender serves has no subscriber for it.
+        let found = self.registry.lookup(r.name).filter(|e| crate::cloudi::rules::serves_other(e, exclude));
+        let Some(entry) = found else {
             if r.wait_for_service && self.now < r.deadline {
                 let bytes = crate::held::weight(r.name, r.request_info, r.request);
                 if let Err(why) = self.holds.room(r.sender, bytes, &self.limits) {
@@ -354,7 +368,7 @@ impl Core {
             );
         };
         let clustered = self.cluster.is_some();
-        let Some(dest) = select(entry, how, &self.instances, clustered, local_only) else {
+        let Some(dest) = select(entry, how, &self.instances, clustered, local_only, exclude) else {
             let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
             return self.fail(r, rerouted, Status::NoService, msg);
         };
@@ -524,7 +538,8 @@ impl Core {
         self.pump(id);
     }
 
-    /// MCAST_ASYNC: one copy to every instance of every matching pattern.
+    /// MCAST_ASYNC: one copy to every instance of every matching pattern
+    /// (from a CloudI sender, CloudI's rule: `cloudi::rules`).
     /// Returns the copies' trans_ids, and the copies that failed at once
     /// (to be answered after MCAST_SENT).
     pub fn mcast(&mut self, id: InstanceId, s: &Send<'_>) -> (Vec<TransId>, Vec<(TransId, Status, String)>) {
@@ -543,10 +558,14 @@ impl Core {
             return (vec![tid], vec![(tid, Status::InvalidArgument, why)]);
         }
         let node = self.limits.node_id;
-        let mut dests = self.registry.lookup_all(s.name);
-        if self.cluster.is_some() {
-            dests = crate::cluster::one_per_remote_instance(self, dests);
-        }
+        // CloudI's list has one entry per subscription already.
+        let dests = match crate::cloudi::rules::excluded(&self.instances, id) {
+            Some(sender) => crate::cloudi::rules::mcast_destinations(&mut self.registry, s.name, sender),
+            None if self.cluster.is_some() => {
+                crate::cluster::one_per_remote_instance(self, self.registry.lookup_all(s.name))
+            }
+            None => self.registry.lookup_all(s.name),
+        };
         for (dest, pattern) in dests {
             let tid = self.ids.next();
             ids.push(tid);

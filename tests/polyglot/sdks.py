@@ -292,7 +292,7 @@ BY_NAME = {s.name: s for s in SDKS}
 
 # http_req examples written against CloudI's own APIs (docs/CLOUDI.md), run
 # by the core's CloudI adapter: services of the suite, not SDKs of cumulo.
-CLOUDI_HTTP_REQ = ["python_cloudi", "rust_cloudi"]
+CLOUDI_HTTP_REQ = ["python_cloudi", "rust_cloudi", "javascript_cloudi"]
 
 
 def sdk_of_example(example: str) -> str:

@@ -1,7 +1,10 @@
 """Services written against CloudI's own APIs (PyPI and crates.io ``cloudi``
 2.0.7), run unchanged with ``protocol = "cloudi"`` (docs/CLOUDI.md): calls in
 both directions with native services, timeouts, the null response,
-mcast_async with recv_async, termination, and a peer that writes garbage."""
+mcast_async with recv_async, CloudI's routing rules (sender excluded, mcast
+copies per subscription of the best pattern, oldest-first recv_async),
+termination, a protocol error (process killed and restarted), and a peer that
+writes garbage. CloudI's JavaScript API: test_cloudi_js.py."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from conftest import (EXAMPLES, NO_VALUE, PYTHON, SERVICES, XML_INFO, Core, _abs
                       value_xml)
 
 CLOUDI = "/tests/cloudi/"
+CLOUDI_RUST = "/tests/cloudi_rust/"
 RAW = "/tests/cloudi_raw/{}/"
 HTTP_REQ_NATIVE = "/tests/http_req/python.xml/get"
 
@@ -48,7 +52,9 @@ def ports():
 def core(ports) -> Core:
     services = [
         {"prefix": CLOUDI, "path": str(PYTHON), "args": [str(SERVICES / "cloudi_service.py")], "protocol": "cloudi",
-         "count_process": 1, "count_thread": 2, "timeout_terminate": 3000},
+         "count_process": 1, "count_thread": 3, "timeout_terminate": 3000},
+        {"prefix": CLOUDI_RUST, "path": str(EXAMPLES.parent / "target" / "release" / "polyglot_cloudi_service"),
+         "protocol": "cloudi", "count_process": 1, "count_thread": 3, "timeout_terminate": 3000},
         http_req("python"),
         {**http_req("python_cloudi"), "protocol": "cloudi", "count_thread": 2},
         {"prefix": "/tests/http_req/", "path": str(EXAMPLES.parent / "target" / "release" / "http_req_cloudi"),
@@ -59,7 +65,7 @@ def core(ports) -> Core:
     c = start_core(services, admin_port=ports["admin"])
     try:
         c.wait_ready([HTTP_REQ_NATIVE, "/tests/http_req/python_cloudi.xml/get", "/tests/http_req/rust_cloudi.xml/get",
-                      CLOUDI + "member"])
+                      CLOUDI + "member", CLOUDI_RUST + "whoami"])
     except BaseException:
         c.stop()
         raise
@@ -72,7 +78,7 @@ def core(ports) -> Core:
     log = c.log_text()
     assert "terminated" in log, log[-3000:]
     forced = [line for line in log.splitlines() if ("after TERMINATE: SIGTERM" in line or "killed by signal" in line)
-              and "cloudi_raw" not in line]
+              and "cloudi_raw" not in line and "cloudi_crash" not in line]
     assert not forced, "\n".join(forced)
     shutil.rmtree(c.dir, ignore_errors=True)
 
@@ -166,20 +172,73 @@ def test_null_response_is_a_timeout_at_once(api):
 
 
 def test_mcast_async_with_recv_async(api):
-    # Both threads subscribe "member": the copy to the mcasting thread itself
-    # waits in its queue (window 1) and times out, as in CloudI.
+    # The three threads subscribe "member": as in CloudI the mcasting thread
+    # gets no copy of its own (N - 1 answers, none timing out).
     _, response = api.send_sync(CLOUDI + "mcast", b"x", timeout=15_000)
     count, answers, left = response.split(b":")
     assert count == b"2"
-    assert sorted(answers.split(b",")) == [b"member-x", b"timeout"]
+    assert sorted(answers.split(b",")) == [b"member-x", b"member-x"]
     assert left == b"empty"
 
 
 def test_native_mcast_reaches_every_cloudi_thread(api):
     tids = api.mcast_async(CLOUDI + "member", b"y")
-    assert len(tids) == 2
+    assert len(tids) == 3
     answers = sorted(api.recv_async(t, timeout=10_000).response for t in tids)
-    assert answers == [b"member-y", b"member-y"]
+    assert answers == [b"member-y"] * 3
+
+
+# CloudI's routing rules for CloudI senders (docs/CLOUDI.md, "Routing as in
+# CloudI"), with CloudI's Python and Rust APIs.
+BOTH_APIS = pytest.mark.parametrize("prefix", [CLOUDI, CLOUDI_RUST], ids=["python", "rust"])
+
+
+@BOTH_APIS
+def test_a_cloudi_sender_is_never_its_own_destination(api, prefix):
+    # 3 threads subscribe whoami; 20 send_sync from one of them: every one
+    # answered by another thread, none held by the sender until its timeout.
+    _, response = api.send_sync(prefix + "self_send", b"20", timeout=30_000)
+    me, others, mine, timeouts = response.split(b":")
+    assert (others, mine, timeouts) == (b"20", b"0", b"0"), response
+
+
+@BOTH_APIS
+def test_cloudi_mcast_one_copy_per_subscription_without_the_sender(api, prefix):
+    # Each thread subscribes "triple" 3 times: 2 other threads x 3 copies.
+    _, response = api.send_sync(prefix + "mcast_to", b"triple", timeout=15_000)
+    me, copies, answers = response.split(b":")
+    others = sorted({b"0", b"1", b"2"} - {me})
+    assert copies == b"6"
+    assert answers.split(b",") == sorted(others * 3)
+
+
+@BOTH_APIS
+def test_cloudi_mcast_goes_to_the_best_matching_pattern_only(api, prefix):
+    # Thread 0 subscribes best/x, every thread best/*: best/x's group only,
+    # which from thread 0 itself is nobody.
+    seen = set()
+    for _ in range(12):
+        _, response = api.send_sync(prefix + "mcast_to", b"best/x", timeout=15_000)
+        me, copies, answers = response.split(b":")
+        seen.add(me)
+        assert (copies, answers) == ((b"0", b"") if me == b"0" else (b"1", b"0")), response
+    assert len(seen) > 1, "every request went to the same thread"
+
+
+@BOTH_APIS
+def test_native_mcast_keeps_native_rules(api, prefix):
+    # A native sender: one copy per instance, over every matching pattern.
+    for name, expected in [("triple", [b"0", b"1", b"2"]), ("best/x", [b"0", b"star-1", b"star-2"])]:
+        tids = api.mcast_async(prefix + name, b"")
+        assert sorted(api.recv_async(t, timeout=10_000).response for t in tids) == expected
+
+
+@BOTH_APIS
+def test_recv_async_without_trans_id_takes_the_oldest(api, prefix):
+    # send_async(slow), send_async(fast), both answered: recv_async() hands
+    # out the slow one first, as CloudI's recv_async_select_oldest.
+    _, response = api.send_sync(prefix + "oldest", b"", timeout=15_000)
+    assert response == b"delay-400,delay-0"
 
 
 def test_forward(api):
@@ -214,13 +273,36 @@ def test_malformed_terms_close_that_connection_only(core, api, ports, mode):
         "env": {"RAW_MODE": mode}, "max_r": 1, "timeout_terminate": 100})
     sid = added["ids"][0]
     try:
-        _wait_for(f"{mode}: the raw peer never saw its socket closed\n{core.log_tail()}",
-                  lambda: f"{prefix}" in core.log_text() and "closed by the core" in core.log_text().split(prefix, 1)[1])
+        # The connection is closed and, as in CloudI, the process killed.
+        _wait_for(f"{mode}: the raw peer was not killed\n{core.log_tail()}",
+                  lambda: prefix in core.log_text() and "killing CloudI API process"
+                  in core.log_text().split(prefix, 1)[1])
         log = core.log_text()
         assert "protocol error" in log and prefix in log, core.log_tail()
         # Everyone else is still served.
         assert api.send_sync("/tests/http_req/python_cloudi.xml/get", b"value\x001\x00")[1] == value_xml(1)
         assert api.send_sync(HTTP_REQ_NATIVE, b"value\x002\x00")[1] == value_xml(2)
+    finally:
+        _admin(ports, "DELETE", f"/v1/services/{sid}")
+
+
+def test_protocol_error_kills_the_process_and_it_is_restarted(core, api, ports):
+    prefix = "/tests/cloudi_crash/"
+    added = _admin(ports, "POST", "/v1/services", {
+        "prefix": prefix, "path": str(PYTHON), "args": [str(SERVICES / "cloudi_service.py")], "protocol": "cloudi",
+        "count_thread": 1, "max_r": 5, "restart_delay": 100})
+    sid = added["ids"][0]
+    try:
+        assert api.send_sync(prefix + "member", b"a", timeout=20_000, wait_for_service=True)[1] == b"member-a"
+        (pid,) = [p["pid"] for p in _admin(ports, "GET", f"/v1/services/{sid}")["processes"]]
+        with pytest.raises(cumulo.CumuloError):
+            api.send_sync(prefix + "protocol_error", b"", timeout=5000)
+        _wait_for(f"process {pid} still running", lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid))
+        assert f"killing CloudI API process {pid}" in core.log_text(), core.log_tail()
+        # Restarted: a new process serves the service again.
+        assert api.send_sync(prefix + "member", b"b", timeout=20_000, wait_for_service=True)[1] == b"member-b"
+        (new_pid,) = [p["pid"] for p in _admin(ports, "GET", f"/v1/services/{sid}")["processes"]]
+        assert new_pid != pid
     finally:
         _admin(ports, "DELETE", f"/v1/services/{sid}")
 

@@ -89,7 +89,8 @@ pub struct UpdateArgs {
     /// Requests queued per instance beyond its window.
     #[arg(long)]
     pub queue_limit: Option<u32>,
-    /// immediate_closest, lazy_closest, immediate_random, lazy_random, round_robin, least_busy or none.
+    /// immediate_closest, lazy_closest, immediate_random, lazy_random, round_robin, least_busy, none,
+    /// or another of CloudI's (docs/CLOUDI.md).
     #[arg(long)]
     pub dest_refresh: Option<String>,
     /// Restarts allowed within max_t before a process is given up.

@@ -19,15 +19,13 @@ use cumulo_proto::{Frame, Status, TransId, TransIdGen};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
-/// Bytes read per system call at most.
-const READ_CHUNK: usize = 64 * 1024;
-/// How long the last bytes (a TERM, say) may take to leave once the
-/// connection ends, before it is dropped regardless.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+// The listener's read buffer, read size and close grace: the same bounds as
+// a native connection.
+use crate::listener::{ReadBuf, CLOSE_GRACE, READ_CHUNK};
 /// Failed async trans_ids remembered so that `recv_async` on one answers at
 /// once instead of waiting out its timeout; older ones are forgotten.
 const FAILED_REMEMBERED: usize = 1024;
@@ -80,6 +78,11 @@ struct Adapter {
     /// CloudI bytes for the API's socket, not written yet. Written by this
     /// task itself (no writer task: one wake-up less per message).
     out: Vec<u8>,
+    /// Where in `out` the message being written ends: one message per
+    /// write, as CloudI's core sends them.
+    msg_end: usize,
+    /// The core's keep-alive round came: answered for the API.
+    pinged: bool,
 }
 
 /// A response kept for recv_async.
@@ -100,27 +103,30 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         let c = core.borrow();
         (c.limits.max_frame as usize, c.limits.max_outbox)
     };
-    let mut rb = Vec::with_capacity(READ_CHUNK);
-    let mut start = 0;
+    let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     // The API speaks first: `init`. A process that never does is killed by
     // the supervisor at timeout_init, which closes this socket.
     let first = loop {
-        match next_message(&rb[start..], max_frame) {
+        match next_message(&rb.buf[rb.start..], max_frame) {
             Ok(Some(n)) => break n,
             Ok(None) => {}
-            Err(e) => return malformed(&service, thread_index, &e),
+            Err(e) => return malformed(&core, &token, &service, thread_index, &e),
         }
-        match rd.read_buf(&mut rb).await {
-            Ok(n) if n > 0 => {}
+        let want = wanted(&rb.buf[rb.start..]);
+        match rb.fill(&mut rd, want).await {
+            Ok(true) => {}
             _ => return,
         }
     };
-    match msg::decode(&rb[msg::LEN_PREFIX..first]) {
+    match msg::decode(&rb.buf[rb.start + msg::LEN_PREFIX..rb.start + first]) {
         Ok(ApiMessage::Init) => {}
-        Ok(other) => return malformed(&service, thread_index, &format!("expected init first, got {}", other.name())),
-        Err(e) => return malformed(&service, thread_index, &e),
+        Ok(other) => {
+            let why = format!("expected init first, got {}", other.name());
+            return malformed(&core, &token, &service, thread_index, &why);
+        }
+        Err(e) => return malformed(&core, &token, &service, thread_index, &e),
     }
-    start = first;
+    rb.start += first;
 
     let native = Outbox::new(max_outbox);
     let mut out = Vec::with_capacity(READ_CHUNK);
@@ -144,6 +150,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
             c.connection_tasks += 1;
             if let Some(inst) = c.instances.get_mut(&a.id) {
                 inst.rx_fd = Some(rx_fd); // for the keep-alive check
+                inst.cloudi = true;
             }
             let label = c.instances.get(&a.id).map_or_else(String::new, |i| i.label.clone());
             (a.id, TransIdGen::new(node_id, a.id), label, a.options.timeout_async)
@@ -158,13 +165,20 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     };
     let mut wr = wr;
     let mut a = Adapter::new(id, label, ids, timeout_async, max_outbox, out);
-    let why = a.serve(&core, &mut rd, &mut wr, &mut rb, start, &native, (max_frame, max_outbox)).await;
+    let why = a.serve(&core, &mut rd, &mut wr, &mut rb, &native, (max_frame, max_outbox)).await;
     if why.starts_with("closed by the peer") {
         tracing::debug!(instance = id, "{}: {why}", a.label);
     } else if why.starts_with("protocol error") {
         tracing::error!(instance = id, "closing {}: {why}", a.label);
     } else {
         tracing::warn!(instance = id, "closing {}: {why}", a.label);
+    }
+    // The core gave up on this thread, not the process: CloudI kills such a
+    // process so that it is restarted (within max_r/max_t). Not one being
+    // terminated already (its subscribes are refused meanwhile).
+    let retiring = core.borrow().instances.get(&id).is_some_and(|i| i.retiring);
+    if !why.starts_with("closed by") && !retiring {
+        kill_process(&core, &token, &service, &why);
     }
     core.borrow_mut().remove_instance(id, &why);
     native.close();
@@ -181,8 +195,28 @@ fn put(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
     write(out)
 }
 
-fn malformed(service: &str, thread_index: u32, why: &str) {
+fn malformed(core: &Shared, token: &str, service: &str, thread_index: u32, why: &str) {
     tracing::error!(service = %service, "CloudI API thread {thread_index} of {service}: {why}; closing its connection");
+    kill_process(core, token, service, why);
+}
+
+/// Kills the process of a thread whose connection the core closed: a CloudI
+/// API does not exit when one of its sockets closes (the Python API spins),
+/// and CloudI restarts such a process. The supervisor sees it exit and
+/// restarts it within max_r/max_t.
+fn kill_process(core: &Shared, token: &str, service: &str, why: &str) {
+    let pid = core.borrow().processes.get(token).and_then(|slot| slot.pid);
+    if let Some(pid) = pid {
+        tracing::warn!(service = %service, "killing CloudI API process {pid}: {why}");
+        crate::os::signal(pid, libc::SIGKILL);
+    }
+}
+
+/// Bytes of the message begun at the start of `data`, prefix included (0
+/// until its prefix is here): what the read buffer makes room for.
+fn wanted(data: &[u8]) -> usize {
+    data.get(..msg::LEN_PREFIX)
+        .map_or(0, |p| msg::LEN_PREFIX + u32::from_be_bytes(p.try_into().unwrap_or_default()) as usize)
 }
 
 /// The length of the whole message at the start of `data` (prefix
@@ -223,6 +257,8 @@ impl Adapter {
             timeout_async,
             failed: VecDeque::new(),
             out,
+            msg_end: 0,
+            pinged: false,
         }
     }
 
@@ -232,8 +268,7 @@ impl Adapter {
         core: &Shared,
         rd: &mut OwnedReadHalf,
         wr: &mut OwnedWriteHalf,
-        rb: &mut Vec<u8>,
-        mut start: usize,
+        rb: &mut ReadBuf,
         native: &Rc<Outbox>,
         (max_frame, max_outbox): (usize, usize),
     ) -> String {
@@ -248,28 +283,22 @@ impl Adapter {
                     inst.last_rx = now;
                 }
                 loop {
-                    let n = match next_message(&rb[start..], max_frame) {
+                    let n = match next_message(&rb.buf[rb.start..], max_frame) {
                         Ok(Some(n)) => n,
                         Ok(None) => break,
                         Err(e) => return self.protocol_error(&mut c, &e),
                     };
-                    let m = match msg::decode(&rb[start + msg::LEN_PREFIX..start + n]) {
+                    let m = match msg::decode(&rb.buf[rb.start + msg::LEN_PREFIX..rb.start + n]) {
                         Ok(m) => m,
                         Err(e) => return self.protocol_error(&mut c, &e),
                     };
                     if let Err(e) = self.api_message(&mut c, m) {
                         return self.protocol_error(&mut c, &e);
                     }
-                    start += n;
+                    rb.start += n;
                 }
             }
-            if start > 0 {
-                rb.drain(..start);
-                start = 0;
-            }
-            if rb.capacity() - rb.len() < READ_CHUNK {
-                rb.reserve(READ_CHUNK);
-            }
+            let want = wanted(&rb.buf[rb.start..]);
             let deadline = match self.waiting {
                 Waiting::Recv { deadline, .. } => Some(deadline),
                 _ => None,
@@ -286,9 +315,9 @@ impl Adapter {
                         return format!("closed by the peer: {e}");
                     }
                 }
-                r = rd.read_buf(rb) => match r {
-                    Ok(n) if n > 0 => {}
-                    Ok(_) => return "closed by the peer".into(),
+                r = rb.fill(rd, want) => match r {
+                    Ok(true) => {}
+                    Ok(false) => return "closed by the peer".into(),
                     Err(e) => return format!("closed by the peer: {e}"),
                 },
                 more = native.next_batch(&mut batch) => {
@@ -299,6 +328,11 @@ impl Adapter {
                         return e;
                     }
                     batch.clear();
+                    if std::mem::take(&mut self.pinged) {
+                        if let Some(inst) = core.borrow_mut().instances.get_mut(&self.id) {
+                            inst.last_rx = Instant::now();
+                        }
+                    }
                 }
                 _ = sleep_until(deadline) => {
                     // recv_async timed out: CloudI answers with the null trans_id.
@@ -310,17 +344,27 @@ impl Adapter {
         }
     }
 
-    /// Writes what the socket takes now, without waiting.
+    /// Writes what the socket takes now, without waiting, one message per
+    /// write as CloudI's core does: CloudI's JavaScript API handles one
+    /// message per socket read and keeps the rest until the next one.
     fn flush(&mut self, wr: &mut OwnedWriteHalf) -> Result<(), String> {
         let mut done = 0;
         while done < self.out.len() {
-            match wr.try_write(&self.out[done..]) {
+            if self.msg_end <= done {
+                let len = self
+                    .out
+                    .get(done..done + msg::LEN_PREFIX)
+                    .map_or(0, |p| u32::from_be_bytes(p.try_into().unwrap_or_default()) as usize);
+                self.msg_end = (done + msg::LEN_PREFIX + len).min(self.out.len());
+            }
+            match wr.try_write(&self.out[done..self.msg_end]) {
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(format!("closed by the peer: {e}")),
             }
         }
         self.out.drain(..done);
+        self.msg_end -= done;
         Ok(())
     }
 
@@ -429,7 +473,19 @@ impl Adapter {
         let any = trans_id == msg::NULL_TRANS_ID;
         let now = Instant::now();
         self.sweep(now);
-        if let Some(i) = self.responses.iter().position(|k| k.until > now && (any || k.trans_id == trans_id)) {
+        // With no trans_id, the oldest request's response (CloudI's
+        // recv_async_select_oldest): trans_ids are in time order as bytes.
+        let found = if any {
+            self.responses
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| k.until > now)
+                .min_by_key(|(_, k)| k.trans_id.0)
+                .map(|(i, _)| i)
+        } else {
+            self.responses.iter().position(|k| k.until > now && k.trans_id == trans_id)
+        };
+        if let Some(i) = found {
             let k = &self.responses[i];
             put(&mut self.out, |b| msg::encode_response(b, msg::RECV_ASYNC, &k.info, &k.body, &k.trans_id));
             if consume {
@@ -547,9 +603,12 @@ impl Adapter {
                     tracing::warn!(instance = self.id, "{}: unsubscribe refused: {}", self.label, r.message);
                 }
             }
-            Frame::Ping(_) => {
-                msg::encode_keepalive(&mut self.out);
-            }
+            // CloudI sends KEEPALIVE to external services over UDP only: a
+            // CloudI API on a local socket never gets one (CloudI's
+            // JavaScript API, handed one coalesced with a request, would
+            // handle the request only at the next read). The core's
+            // keep-alive round counts this instance as heard instead.
+            Frame::Ping(_) => self.pinged = true,
             Frame::Terminate(_) => {
                 msg::encode_term(&mut self.out);
             }

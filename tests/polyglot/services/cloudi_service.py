@@ -7,6 +7,7 @@ The request of ``send_sync``, ``send_async`` and ``forward`` is
 ``name\\ntimeout_ms\\nbody``: whom to call, with what.
 """
 
+import os
 import sys
 import threading
 import time
@@ -38,6 +39,17 @@ class Task(threading.Thread):
         api.subscribe("count", self.count)
         api.subscribe("expire", self.expire)
         api.subscribe("echo/*", self.echo)
+        api.subscribe("self_send", self.self_send)
+        api.subscribe("mcast_to", self.mcast_to)
+        api.subscribe("oldest", self.oldest)
+        api.subscribe("delay", self.delay)
+        api.subscribe("whoami", self.whoami)
+        api.subscribe("protocol_error", self.protocol_error)
+        for _ in range(3):
+            api.subscribe("triple", self.whoami)
+        api.subscribe("best/*", self.star)
+        if self.index == 0:
+            api.subscribe("best/x", self.whoami)
         api.poll()
         sys.stdout.write("thread %d: terminated\n" % self.index)
         sys.stdout.flush()
@@ -103,6 +115,60 @@ class Task(threading.Thread):
 
     def echo(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
         return request_info, b"%s|%s|%s|%d" % (name.encode(), pattern.encode(), request, priority)
+
+
+    # CloudI's routing rules (docs/CLOUDI.md, "Routing as in CloudI").
+    def self_send(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        """``count`` send_sync to whoami, which every thread subscribes:
+        ``me:answers from others:answers from me:timeouts``."""
+        others = mine = timeouts = 0
+        for _ in range(int(request)):
+            _, response, tid = self.api.send_sync(self.api.prefix() + "whoami", b"", timeout=2000)
+            if tid == b"\x00" * 16:
+                timeouts += 1
+            elif response == b"%d" % self.index:
+                mine += 1
+            else:
+                others += 1
+        return b"%d:%d:%d:%d" % (self.index, others, mine, timeouts)
+
+    def mcast_to(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        """mcast_async to the name in the request, every answer collected:
+        ``me:copies:sorted answers`` (``timeout`` for a copy never answered)."""
+        tids = self.api.mcast_async(self.api.prefix() + request.decode(), b"", timeout=1500)
+        answers = []
+        for _ in tids:
+            _, response, got = self.api.recv_async(timeout=3000)
+            answers.append(response if got in tids else b"timeout")
+        return b"%d:%d:%s" % (self.index, len(tids), b",".join(sorted(answers)))
+
+    def oldest(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        """send_async(slow), send_async(fast), both answered, then recv_async
+        twice with no trans_id: CloudI hands out the oldest request's first."""
+        self.api.send_async(self.api.prefix() + "delay", b"400", timeout=5000)
+        self.api.send_async(self.api.prefix() + "delay", b"0", timeout=5000)
+        time.sleep(1.2)
+        first = self.api.recv_async(timeout=1000)[1]
+        second = self.api.recv_async(timeout=1000)[1]
+        return first + b"," + second
+
+    def delay(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        time.sleep(int(request) / 1000.0)
+        return b"delay-" + request
+
+    def whoami(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        return b"%d" % self.index
+
+    def star(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        return b"star-%d" % self.index
+
+    def protocol_error(self, request_type, name, pattern, request_info, request, timeout, priority, trans_id, source):
+        """A send_sync whose name is not a string: the core closes this
+        thread's connection and, as CloudI, kills the process."""
+        sys.stdout.write("pid %d: sending a malformed send_sync\n" % os.getpid())
+        sys.stdout.flush()
+        self.api.send_sync(42, b"")
+        return b"not reached"
 
 
 def main():
