@@ -61,6 +61,12 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.vers
         "$venv/bin/python" -m pip install -q --disable-pip-version-check cloudi==2.0.7 erlang_py==2.0.7 >/dev/null
 fi
 
+# --- WebSocket client for the gateway's WebSocket tests (tests/gateway/test_websocket.py)
+if ! "$venv/bin/python" -c 'import websockets' 2>/dev/null; then
+    say "installing websockets into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check 'websockets>=13' >/dev/null
+fi
+
 # --- Java SDK jar and example classes
 jar=$(ls sdk/java/target/cumulo-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -n 1 || true)
 if [ -z "$jar" ]; then
