@@ -109,6 +109,12 @@ if [ ! -f examples/http_req/javascript_cloudi/node_modules/cloudi/Erlang.js ] ||
     (cd examples/http_req/javascript_cloudi && npm ci --silent --no-audit --no-fund >/dev/null)
 fi
 
+# --- WebSocket client for the gateway's WebSocket tests (tests/gateway/test_websocket.py)
+if ! "$venv/bin/python" -c 'import websockets' 2>/dev/null; then
+    say "installing websockets into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check 'websockets>=13' >/dev/null
+fi
+
 # --- Java SDK jar and example classes
 jar=$(ls sdk/java/target/cumulo-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -n 1 || true)
 if [ -z "$jar" ]; then

@@ -128,6 +128,12 @@ pub async fn http_session(
     }
 }
 
+/// Parses what a gateway wrote on a WebSocket after its 101: unmasked
+/// frames whose lengths fit, as (opcode, payload); or what is wrong.
+pub fn websocket_server_frames(b: &[u8]) -> Result<Vec<(u8, Vec<u8>)>, String> {
+    crate::internal::http_websocket::server_frames(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -125,6 +125,8 @@ pub struct Core {
     pub handshake_refusals: Throttle,
     /// When the previous keep-alive round ran.
     last_keepalive: Instant,
+    /// Open WebSocket connections of the HTTP gateways (admin API, metrics).
+    pub websockets: Rc<crate::internal::WebSocketTable>,
 }
 
 /// What a connection learns when its HELLO is accepted.
@@ -165,6 +167,7 @@ impl Core {
             limit_refusals: Throttle::default(),
             handshake_refusals: Throttle::default(),
             last_keepalive: Instant::now(),
+            websockets: Rc::default(),
         }
     }
 

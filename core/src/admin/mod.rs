@@ -13,6 +13,7 @@ mod reply;
 pub mod routes;
 mod services;
 mod views;
+mod websockets;
 
 pub use log_level::{check_filter, LogControl};
 
@@ -189,6 +190,8 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::GetLogLevel => node::get_log_level(ctx),
         Route::SetLogLevel => node::set_log_level(ctx, &body),
         Route::Status => node::status(ctx),
+        Route::WebSockets => websockets::list(ctx),
+        Route::CloseWebSocket => websockets::close(ctx, id.as_deref()),
     }?;
     Ok(reply::json(status, &value))
 }

@@ -106,6 +106,8 @@ pub fn render(ctx: &AdminContext) -> String {
         super::super::cluster::metrics::render(&mut p, &core, &cluster.borrow());
     }
 
+    core.websockets.render(&mut p);
+
     let st = &core.stats;
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {
         p.header(name, kind, help);

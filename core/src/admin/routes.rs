@@ -18,6 +18,8 @@ pub enum Route {
     Status,
     OpenApi,
     Metrics,
+    WebSockets,
+    CloseWebSocket,
 }
 
 /// Method, path template (`{id}` is one path segment), route.
@@ -35,6 +37,8 @@ pub const ROUTES: &[(&str, &str, Route)] = &[
     ("GET", "/v1/status", Route::Status),
     ("GET", "/v1/openapi.json", Route::OpenApi),
     ("GET", "/metrics", Route::Metrics),
+    ("GET", "/v1/websockets", Route::WebSockets),
+    ("DELETE", "/v1/websockets/{id}", Route::CloseWebSocket),
 ];
 
 #[derive(Debug, PartialEq, Eq)]

@@ -72,6 +72,25 @@ impl InternalApi {
         c
     }
 
+    /// Registers another internal instance beside this one, with its
+    /// options and counters but outside any service: the HTTP gateway makes
+    /// one per WebSocket connection, so that each connection is a name any
+    /// service can send to.
+    pub fn open_sibling(&self, prefix: &str) -> Result<InternalApi, (Status, String)> {
+        let (options, metrics) = {
+            let c = self.core.borrow();
+            let me =
+                c.instances.get(&self.id).ok_or((Status::ShuttingDown, "the gateway's instance is gone".into()))?;
+            (me.options.clone(), me.metrics.clone())
+        };
+        InternalApi::connect(&self.core, prefix, options, metrics, 0, self.process_index, 1, 1)
+    }
+
+    /// The core's table of open WebSocket connections.
+    pub fn websocket_table(&self) -> Rc<crate::internal::WebSocketTable> {
+        self.core.borrow().websockets.clone()
+    }
+
     pub fn instance_id(&self) -> InstanceId {
         self.id
     }

@@ -13,6 +13,9 @@ pub use api::InternalApi;
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[doc(hidden)]
 pub use http::fuzzing as http_fuzzing;
+/// Why a WebSocket connection ended (the admin API closes them).
+pub use http::websocket as http_websocket;
+pub use http::websocket::Table as WebSocketTable;
 
 use std::future::Future;
 use std::pin::Pin;

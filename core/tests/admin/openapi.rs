@@ -38,6 +38,8 @@ fn the_document_lists_exactly_the_servers_routes() {
 #[test]
 fn every_documented_call_is_answered_by_the_running_core() {
     let core = TestCore::start("[[service]]\nprefix = \"/e/\"\ninternal = \"echo\"\n");
+    // A WebSocket connection open, so that closing connection 1 finds one.
+    let _socket = open_websocket(&core);
     // removing the service last, so the other calls find it
     let mut calls: Vec<(String, String)> = documented().into_iter().collect();
     calls.sort_by_key(|(m, _)| m == "DELETE");
@@ -55,4 +57,35 @@ fn every_documented_call_is_answered_by_the_running_core() {
     // and the server serves the very same document
     let served = core.get("/v1/openapi.json");
     assert_eq!(served["info"]["title"], "cumulo admin API");
+}
+
+/// Adds a gateway with a WebSocket path and opens connection 1 on it.
+fn open_websocket(core: &TestCore) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let service = format!(
+        r#"{{"prefix": "/ws/", "internal": "http", "settings": {{"port": {port}, "websocket": [{{"path": "/ws/"}}]}}}}"#
+    );
+    let r = core.http("POST", "/v1/services", Some(&service));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut s = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("the gateway did not listen: {e}"),
+        }
+    };
+    s.write_all(
+        b"GET /ws/a HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 101");
+    s
 }

@@ -69,7 +69,7 @@ pub fn map_response(status: u16, response_info: &[u8], body: &[u8]) -> (u16, Vec
 /// connection ends. Call inside a `LocalSet`.
 pub async fn serve_connection<S>(core: &Shared, settings: &toml::Table, stream: S) -> Result<(), String>
 where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let s = Settings::from_settings(settings)?;
     let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|(_, m)| m)?;

@@ -8,6 +8,7 @@ use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
 use super::response::{from_service, plain, plain_and_close, HttpResponse};
 use super::settings::{HeaderFilter, QueryFormat, Settings};
+use super::websocket::WebSockets;
 use crate::internal::api::SendOptions;
 use crate::internal::InternalApi;
 use bytes::Bytes;
@@ -34,6 +35,8 @@ pub struct Gateway {
     send: SendOptions,
     log: Option<Rc<AccessLog>>,
     pub counts: Counts,
+    /// None when no path accepts WebSocket upgrades.
+    pub websockets: Option<WebSockets>,
 }
 
 /// Requests answered, by status class; logged when the gateway stops.
@@ -71,11 +74,24 @@ impl Gateway {
             send: SendOptions { timeout_ms: s.timeout_ms, priority: 0, wait_for_service: false },
             log,
             counts: Counts::default(),
+            websockets: WebSockets::new(
+                s.websocket.clone(),
+                NameMapping { name_prefix: s.name_prefix.clone(), method_suffix: s.method_suffix },
+                s.headers.clone(),
+            ),
         }
     }
 
     /// `remote` is the client's `ip:port`, formatted once per connection.
-    pub async fn handle(&self, req: Request<Incoming>, remote: &str) -> HttpResponse {
+    pub async fn handle(&self, req: Request<Incoming>, remote: &Rc<str>) -> HttpResponse {
+        if let Some(ws) = &self.websockets {
+            if let Some(path) = ws.accepts(&req) {
+                let resp = ws.upgrade(&self.api, path, req, remote);
+                let n = &self.counts.by_class[(resp.status().as_u16() / 100).min(5) as usize];
+                n.set(n.get() + 1);
+                return resp;
+            }
+        }
         let started = Instant::now();
         let (parts, body) = req.into_parts();
         let name = self.names.service_name(&parts.method, parts.uri.path());

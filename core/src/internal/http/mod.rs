@@ -17,6 +17,7 @@ mod request;
 mod response;
 mod server;
 pub(super) mod settings;
+pub mod websocket;
 
 use super::{InternalApi, InternalService};
 use settings::Settings;

@@ -37,6 +37,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     let stopping = CancellationToken::new();
     let _stop_connections = stopping.clone().drop_guard();
     let _report = ReportOnStop(gateway.clone());
+    let _stop_websockets = gateway.websockets.as_ref().map(|w| w.stopping.clone().drop_guard());
     let (mut refusals, mut accept_errors) = (Throttle::default(), Throttle::default());
     loop {
         match listener.accept().await {
@@ -108,7 +109,7 @@ impl Connection {
     /// `ip:port`, as services see it in `remote_addr`.
     pub async fn serve<S>(self, stream: S, remote: String, stopping: CancellationToken)
     where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let gateway = self.gateway.clone();
         let client: Rc<str> = Rc::from(remote.as_str());
@@ -116,7 +117,8 @@ impl Connection {
             let (gateway, client) = (gateway.clone(), client.clone());
             async move { Ok::<_, Infallible>(gateway.handle(req, &client).await) }
         });
-        let conn = self.http.serve_connection(TokioIo::new(Watched::new(stream, self.framing)), service);
+        let conn =
+            self.http.serve_connection(TokioIo::new(Watched::new(stream, self.framing)), service).with_upgrades();
         tokio::pin!(conn);
         let result = tokio::select! {
             r = conn.as_mut() => r,

@@ -56,6 +56,8 @@ pub struct Settings {
     pub headers: HeaderFilter,
     pub access_log: AccessLogTarget,
     pub query_format: QueryFormat,
+    /// Path prefixes that accept a WebSocket upgrade (websocket/settings.rs).
+    pub websocket: Vec<super::websocket::PathSettings>,
 }
 
 /// hyper's own default; asking for it explicitly would cost a heap
@@ -81,6 +83,7 @@ impl Default for Settings {
             headers: HeaderFilter::All,
             access_log: AccessLogTarget::Off,
             query_format: QueryFormat::KeyValue,
+            websocket: Vec::new(),
         }
     }
 }
@@ -102,6 +105,7 @@ const KNOWN: &[&str] = &[
     "headers",
     "access_log",
     "query_format",
+    "websocket",
 ];
 
 impl Settings {
@@ -127,7 +131,9 @@ impl Settings {
             headers: header_filter(table)?,
             access_log: access_log(table)?,
             query_format: query_format(table)?,
+            websocket: Vec::new(),
         };
+        let s = Settings { websocket: super::websocket::settings::from_settings(table, s.timeout_ms)?, ..s };
         if s.name_prefix.contains('\0') {
             return Err("http: settings.name_prefix must not contain a NUL character".into());
         }
