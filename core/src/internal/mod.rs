@@ -5,10 +5,16 @@
 
 mod api;
 mod echo;
+mod filesystem;
 mod http;
 mod request_rate;
 
 pub use api::InternalApi;
+/// Open files the filesystem service hands to the gateway to stream.
+pub(crate) use filesystem::stream as file_stream;
+/// The filesystem service's parsers, for fuzz targets.
+#[doc(hidden)]
+pub use filesystem::{path as filesystem_path, range as filesystem_range};
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[doc(hidden)]
 pub use http::fuzzing as http_fuzzing;
@@ -17,7 +23,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "http", "request_rate"];
+pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "request_rate"];
 
 pub fn is_known(name: &str) -> bool {
     KNOWN.contains(&name)
@@ -34,6 +40,7 @@ pub trait InternalService {
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
+        "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
@@ -45,6 +52,7 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
         "echo" => echo::Echo::from_settings(settings).map(drop),
+        "filesystem" => filesystem::check_settings(settings),
         "http" => http::check_settings(settings),
         "request_rate" => request_rate::RequestRate::from_settings(settings).map(drop),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
