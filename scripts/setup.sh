@@ -16,6 +16,8 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # the NATS server the cluster tests and examples run (Debian puts it in /usr/sbin)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# the headless browser the dashboard test (tests/dashboard) drives
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$pyinc/Python.h" ] || missing+=(python3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
