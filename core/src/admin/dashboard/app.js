@@ -252,7 +252,10 @@ function renderServices(list) {
     }
     previous = tr;
     const sub = tr.nextElementSibling;
-    if (sub && sub.classList.contains("subs")) previous = sub;
+    if (sub && sub.classList.contains("subs")) {
+      sub.hidden = tr.hidden;
+      previous = sub;
+    }
   }
   for (const [id, tr] of state.rows) {
     if (!seen.has(id)) {
