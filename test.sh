@@ -55,6 +55,7 @@ suite "ATS2 SDK" bash sdk/ats2/test.sh
 suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay >/dev/null && python3 -m unittest -q bench/relay/test_relay.py"
 [ -d tests/polyglot ] && suite "Cross-language end-to-end" "$py" -m pytest -q tests/polyglot
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end" "$py" -m pytest -q tests/gateway
+[ -d tests/dashboard ] && suite "Dashboard in headless Chromium" "$py" -m pytest -q tests/dashboard
 
 echo
 [ $failed -gt 0 ] && printf 'failed suites: %s\n' "${failed_names[*]}"

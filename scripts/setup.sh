@@ -18,6 +18,8 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 # the SDKs' linters that come from Debian (sdk/<language>/test.sh runs them)
 command -v perlcritic >/dev/null 2>&1 || missing+=(libperl-critic-perl)
+# the headless browser the dashboard test (tests/dashboard) drives
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$pyinc/Python.h" ] || missing+=(python3-dev)
 # Erlang/OTP and rebar3 for the Erlang SDK and its example

@@ -17,6 +17,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub use crate::internal::http_fuzzing as http;
 
+/// The filesystem service's parsers of names and `Range` headers.
+pub mod filesystem {
+    pub use crate::internal::{filesystem_path as path, filesystem_range as range};
+}
+
 /// How long an HTTP session may last (in the paused clock) before it counts
 /// as a connection the gateway never ends.
 pub const HTTP_SESSION_LIMIT: Duration = Duration::from_secs(24 * 3600);

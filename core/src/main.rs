@@ -117,7 +117,9 @@ fn init_logs(level: &str, format: LogFormat) -> LogControl {
         LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(colour).with_writer(std::io::stderr).boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
     };
-    tracing_subscriber::registry().with(filter).with(output).init();
+    // Behind the filter: the dashboard's live log shows what the log shows.
+    let recent = cumulo_core::admin::recent_logs::layer();
+    tracing_subscriber::registry().with(filter).with(output).with(recent).init();
     LogControl::new(&level, move |new| {
         let f = EnvFilter::try_new(new).map_err(|e| format!("invalid log filter '{new}': {e}"))?;
         handle.reload(f).map_err(|e| format!("cannot change the log filter: {e}"))

@@ -82,6 +82,11 @@ impl Histogram {
     pub fn count(&self) -> u64 {
         self.counts.iter().map(Cell::get).sum()
     }
+
+    /// Counts per bucket (not cumulative), the last one +Inf.
+    pub fn buckets(&self) -> Vec<u64> {
+        self.counts.iter().map(Cell::get).collect()
+    }
 }
 
 #[inline]

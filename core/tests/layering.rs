@@ -50,7 +50,12 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "the internal services' settings checks are leaves",
-        files: &["internal/settings.rs", "internal/http/settings.rs", "internal/request_rate/settings.rs"],
+        files: &[
+            "internal/settings.rs",
+            "internal/http/settings.rs",
+            "internal/request_rate/settings.rs",
+            "internal/filesystem/settings.rs",
+        ],
         except_files: &[],
         forbidden: &[
             "crate::state",

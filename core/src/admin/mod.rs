@@ -6,9 +6,11 @@
 //! docs/ADMIN.md describes it; docs/admin-openapi.json specifies it.
 
 mod connections;
+mod dashboard;
 mod log_level;
 mod node;
 mod prometheus;
+pub mod recent_logs;
 mod reply;
 pub mod routes;
 mod services;
@@ -153,9 +155,13 @@ async fn handle(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Response<Body
 }
 
 async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
-    authorize(ctx.token.as_deref(), req.headers().get(header::AUTHORIZATION))?;
     let path = req.uri().path().to_string();
-    let (route, id) = match routes::find(req.method().as_str(), &path) {
+    let query = req.uri().query().map(str::to_string);
+    let found = routes::find(req.method().as_str(), &path);
+    if !matches!(found, Ok((route, _)) if route.is_public()) {
+        authorize(ctx.token.as_deref(), req.headers().get(header::AUTHORIZATION))?;
+    }
+    let (route, id) = match found {
         Ok(found) => found,
         Err(Miss::NotFound) => {
             return Err(ApiError::not_found(format!("no such call: {path} (see GET /v1/openapi.json)")))
@@ -192,6 +198,11 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::Status => node::status(ctx),
         Route::WebSockets => websockets::list(ctx),
         Route::CloseWebSocket => websockets::close(ctx, id.as_deref()),
+        Route::Stats => dashboard::stats(ctx),
+        Route::Logs => dashboard::logs(query.as_deref()),
+        Route::Dashboard => return Ok(dashboard::page()),
+        Route::DashboardScript => return Ok(dashboard::script()),
+        Route::DashboardStyle => return Ok(dashboard::style()),
     }?;
     Ok(reply::json(status, &value))
 }

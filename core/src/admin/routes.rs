@@ -20,6 +20,19 @@ pub enum Route {
     Metrics,
     WebSockets,
     CloseWebSocket,
+    Stats,
+    Logs,
+    Dashboard,
+    DashboardScript,
+    DashboardStyle,
+}
+
+impl Route {
+    /// Served without the token: the dashboard's page and assets, which
+    /// hold no data (every call the page makes carries the token).
+    pub fn is_public(self) -> bool {
+        matches!(self, Route::Dashboard | Route::DashboardScript | Route::DashboardStyle)
+    }
 }
 
 /// Method, path template (`{id}` is one path segment), route.
@@ -39,6 +52,11 @@ pub const ROUTES: &[(&str, &str, Route)] = &[
     ("GET", "/metrics", Route::Metrics),
     ("GET", "/v1/websockets", Route::WebSockets),
     ("DELETE", "/v1/websockets/{id}", Route::CloseWebSocket),
+    ("GET", "/v1/stats", Route::Stats),
+    ("GET", "/v1/logs", Route::Logs),
+    ("GET", "/dashboard", Route::Dashboard),
+    ("GET", "/dashboard/app.js", Route::DashboardScript),
+    ("GET", "/dashboard/app.css", Route::DashboardStyle),
 ];
 
 #[derive(Debug, PartialEq, Eq)]

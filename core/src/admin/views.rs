@@ -41,6 +41,7 @@ pub fn summary(svc: &Service, load: (u64, u64)) -> Value {
         "instances": load.0,
         "queued": load.1,
         "restarts": svc.restarts(),
+        "process_restarts": svc.slots().iter().map(|s| s.state().generation.saturating_sub(1)).sum::<u64>(),
         "requests_handled": svc.metrics.handled(),
     })
 }

@@ -5,11 +5,17 @@
 
 mod api;
 mod echo;
+mod filesystem;
 mod http;
 mod request_rate;
 pub mod settings;
 
 pub use api::InternalApi;
+/// Open files the filesystem service hands to the gateway to stream.
+pub(crate) use filesystem::stream as file_stream;
+/// The filesystem service's parsers, for fuzz targets.
+#[doc(hidden)]
+pub use filesystem::{path as filesystem_path, range as filesystem_range};
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[doc(hidden)]
 pub use http::fuzzing as http_fuzzing;
@@ -31,6 +37,7 @@ pub trait InternalService {
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
+        "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
         other => Err(format!("unknown internal service '{other}' (known: {})", settings::KNOWN.join(", "))),

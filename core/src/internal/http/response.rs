@@ -4,13 +4,17 @@
 //! plain-text body that says what happened and to which name.
 
 use crate::instance::Response;
+use crate::internal::file_stream::{self, FileBody};
 use bytes::Bytes;
 use cumulo_proto::{info, Status};
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use hyper::StatusCode;
 
-pub type HttpResponse = hyper::Response<Full<Bytes>>;
+/// The bytes of an answer, or an open file streamed in chunks (the
+/// filesystem service's large files, internal/filesystem/stream.rs).
+pub type HttpBody = Either<Full<Bytes>, FileBody>;
+pub type HttpResponse = hyper::Response<HttpBody>;
 
 pub fn from_service(answer: Response, name: &str) -> HttpResponse {
     if answer.status != Status::Ok {
@@ -26,11 +30,16 @@ pub fn from_service(answer: Response, name: &str) -> HttpResponse {
 }
 
 fn with_info(response_info: &[u8], body: Vec<u8>) -> Result<HttpResponse, String> {
-    let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
+    let mut resp = hyper::Response::new(Either::Left(Full::new(Bytes::from(body))));
+    let mut file_handle = None;
     for pair in info::parse(response_info) {
         let (key, value) = pair.map_err(|e| e.to_string())?;
         if key == b"status" {
             *resp.status_mut() = http_status(value)?;
+            continue;
+        }
+        if key == file_stream::HANDLE_KEY.as_bytes() {
+            file_handle = Some(value);
             continue;
         }
         let name = HeaderName::from_bytes(key)
@@ -43,6 +52,10 @@ fn with_info(response_info: &[u8], body: Vec<u8>) -> Result<HttpResponse, String
         let value = HeaderValue::from_bytes(value)
             .map_err(|_| format!("the value of header '{name}' is not a valid HTTP header value"))?;
         resp.headers_mut().append(name, value);
+    }
+    if let Some(handle) = file_handle {
+        let part = file_stream::take(handle).ok_or("it named a file handle that this gateway does not hold")?;
+        *resp.body_mut() = Either::Right(FileBody::new(part));
     }
     Ok(resp)
 }
@@ -91,7 +104,7 @@ fn from_error(status: Status, name: &str, message: &[u8]) -> HttpResponse {
 
 /// A plain-text response made by the gateway itself.
 pub fn plain(status: StatusCode, text: String) -> HttpResponse {
-    let mut resp = hyper::Response::new(Full::new(Bytes::from(text)));
+    let mut resp = hyper::Response::new(Either::Left(Full::new(Bytes::from(text))));
     *resp.status_mut() = status;
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     resp

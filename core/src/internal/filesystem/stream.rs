@@ -1,0 +1,177 @@
+//! Large files reach HTTP clients without being read whole: the filesystem
+//! service opens the file and leaves it here under a random id, answers the
+//! gateway with that id in `response_info` (`cumulo-file-handle`), and the
+//! gateway of the same process takes the open file and sends it in chunks
+//! of `CHUNK` bytes as the client reads them. A service message carries the
+//! id, never the bytes.
+//!
+//! The gateway offers this by putting this process's `cumulo-stream` token
+//! in the request_info of its GET and HEAD requests; the filesystem service
+//! only answers with a handle when the token is its own, so a gateway on
+//! another node (or any other caller) gets the bytes in the answer instead.
+//! The table is bounded (`MAX_HANDLES` open files) and a handle nobody took
+//! within `HANDLE_TTL` is closed.
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+use std::collections::HashMap;
+use std::fs::File;
+use std::future::Future;
+use std::os::unix::fs::FileExt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// The request_info key a gateway offers streaming with.
+pub const STREAM_KEY: &str = "cumulo-stream";
+/// The response_info key that names a handle.
+pub const HANDLE_KEY: &str = "cumulo-file-handle";
+/// Bytes read and sent at a time: the memory one streaming response holds.
+pub const CHUNK: usize = 64 * 1024;
+/// Open files waiting for their gateway, at most: each holds a descriptor.
+pub const MAX_HANDLES: usize = 1024;
+/// A handle not taken by then is dropped (its request timed out).
+pub const HANDLE_TTL: Duration = Duration::from_secs(60);
+
+/// An open file and the bytes of it to send.
+pub struct FilePart {
+    pub file: File,
+    pub offset: u64,
+    pub len: u64,
+}
+
+struct Table {
+    next_sweep: Instant,
+    open: HashMap<u64, (Instant, FilePart)>,
+}
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(Table { next_sweep: Instant::now(), open: HashMap::new() }))
+}
+
+/// This process's token: a gateway that sends it can take handles from here.
+pub fn token() -> &'static str {
+    static TOKEN: OnceLock<String> = OnceLock::new();
+    TOKEN.get_or_init(|| format!("{:016x}{:016x}", fastrand::u64(..), std::process::id()))
+}
+
+/// Leaves `part` for the gateway; None when `MAX_HANDLES` are waiting.
+pub fn put(part: FilePart) -> Option<String> {
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    if now >= t.next_sweep || t.open.len() >= MAX_HANDLES {
+        t.open.retain(|_, (at, _)| now.duration_since(*at) < HANDLE_TTL);
+        t.next_sweep = now + Duration::from_secs(1);
+    }
+    if t.open.len() >= MAX_HANDLES {
+        return None;
+    }
+    let id = loop {
+        let id = fastrand::u64(1..);
+        if !t.open.contains_key(&id) {
+            break id;
+        }
+    };
+    t.open.insert(id, (now, part));
+    Some(format!("{id:x}"))
+}
+
+/// Takes the part a handle names (once).
+pub fn take(handle: &[u8]) -> Option<FilePart> {
+    let id = u64::from_str_radix(std::str::from_utf8(handle).ok()?, 16).ok()?;
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    t.open.remove(&id).map(|(_, part)| part)
+}
+
+/// A response body that reads its file `CHUNK` bytes at a time, off the
+/// event loop, only when the client has taken the previous chunk.
+pub struct FileBody {
+    file: Arc<File>,
+    offset: u64,
+    remaining: u64,
+    reading: Option<JoinHandle<std::io::Result<Vec<u8>>>>,
+}
+
+impl FileBody {
+    pub fn new(part: FilePart) -> FileBody {
+        FileBody { file: Arc::new(part.file), offset: part.offset, remaining: part.len, reading: None }
+    }
+}
+
+impl Body for FileBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if self.remaining == 0 {
+            return Poll::Ready(None);
+        }
+        let this = &mut *self;
+        let reading = this.reading.get_or_insert_with(|| {
+            let (file, offset, n) = (this.file.clone(), this.offset, this.remaining.min(CHUNK as u64) as usize);
+            tokio::task::spawn_blocking(move || {
+                let mut buf = vec![0; n];
+                let got = file.read_at(&mut buf, offset)?;
+                buf.truncate(got);
+                Ok(buf)
+            })
+        });
+        let read = match Pin::new(reading).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(r) => r,
+        };
+        this.reading = None;
+        let chunk = read.map_err(std::io::Error::other)??;
+        if chunk.is_empty() {
+            // The file shrank after its length was announced: end the response
+            // early (the client sees a short body) rather than pad it.
+            this.remaining = 0;
+            return Poll::Ready(Some(Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file shrank while it was sent",
+            ))));
+        }
+        this.offset += chunk.len() as u64;
+        this.remaining -= chunk.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_handle_is_taken_once_and_streams_its_part_in_chunks() {
+        let path = std::env::temp_dir().join(format!("cumulo-stream-{}", std::process::id()));
+        let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let part = FilePart { file: File::open(&path).unwrap(), offset: 10, len: 150_000 };
+        let id = put(part).unwrap();
+        let part = take(id.as_bytes()).unwrap();
+        assert!(take(id.as_bytes()).is_none());
+        assert!(take(b"zz").is_none());
+        let mut body = FileBody::new(part);
+        assert_eq!(body.size_hint().exact(), Some(150_000));
+        let mut got = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let chunk = frame.unwrap().into_data().unwrap();
+            assert!(chunk.len() <= CHUNK);
+            got.extend_from_slice(&chunk);
+        }
+        assert_eq!(got, &data[10..150_010]);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
