@@ -12,6 +12,7 @@ pub use api::InternalApi;
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[doc(hidden)]
 pub use http::fuzzing as http_fuzzing;
+pub use http::share_ports_across_shards;
 
 use std::future::Future;
 use std::pin::Pin;
