@@ -195,7 +195,8 @@ impl WebSockets {
                 }
             }
         });
-        let mut resp = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::new()));
+        let mut resp =
+            hyper::Response::new(http_body_util::Either::Left(http_body_util::Full::new(bytes::Bytes::new())));
         *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         let h = resp.headers_mut();
         h.insert(UPGRADE, HeaderValue::from_static("websocket"));
