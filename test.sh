@@ -8,14 +8,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$root"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
-# Test-only tools: headless Chromium checks the load generator's HTML report.
-if ! command -v chromium >/dev/null 2>&1; then
-    echo "[test] installing chromium"
-    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq chromium >/dev/null 2>&1 ||
-        { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq chromium >/dev/null; }
-fi
+# (scripts/setup.sh also installs the headless Chromium the browser tests drive.)
 
 passed=0
 failed=0

@@ -29,37 +29,21 @@ command -v rebar3 >/dev/null 2>&1 || missing+=(rebar3)
 command -v ocamlfind >/dev/null 2>&1 || missing+=(ocaml-nox ocaml-findlib)
 command -v dune >/dev/null 2>&1 || missing+=(dune)
 [ -d /usr/lib/ocaml/alcotest ] || missing+=(libalcotest-ocaml-dev)
+# Haskell: GHC, cabal and the libraries the SDK uses (cabal builds offline
+# from Debian's libghc-*-dev packages: sdk/haskell/offline.config)
+command -v ghc >/dev/null 2>&1 || missing+=(ghc)
+command -v cabal >/dev/null 2>&1 || missing+=(cabal-install)
+for pkg in libghc-network-dev libghc-hspec-dev; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+done
+# ATS2: the patscc compiler (its SDK sits on sdk/c)
+command -v patscc >/dev/null 2>&1 || missing+=(ats2-lang)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
         { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }
-fi
-
-# --- Haskell: GHC and cabal from Debian, with the libraries the SDK uses (cabal
-# builds offline from Debian's libghc-*-dev packages: sdk/haskell/offline.config)
-hs_missing=()
-command -v ghc >/dev/null 2>&1 || hs_missing+=(ghc)
-command -v cabal >/dev/null 2>&1 || hs_missing+=(cabal-install)
-for pkg in libghc-network-dev libghc-hspec-dev; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || hs_missing+=("$pkg")
-done
-if [ ${#hs_missing[@]} -gt 0 ]; then
-    say "installing ${hs_missing[*]}"
-    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq "${hs_missing[@]}" >/dev/null 2>&1 ||
-        { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq "${hs_missing[@]}" >/dev/null; }
-fi
-
-# --- ATS2: the patscc compiler (Debian's ats2-lang); its SDK sits on sdk/c
-if ! command -v patscc >/dev/null 2>&1; then
-    say "installing ats2-lang"
-    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq ats2-lang >/dev/null 2>&1 ||
-        { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq ats2-lang >/dev/null; }
 fi
 
 # --- the core and the Rust example (release build: these are what run)

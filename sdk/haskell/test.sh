@@ -2,24 +2,13 @@
 # Tests of the cumulo Haskell SDK: builds it with cabal (offline: only the
 # Haskell packages Debian installs, see offline.config) and runs its hspec
 # suite (every shared vector, the session against a fake core), then builds
-# the http_req example. Installs what is missing first; exits non-zero on
-# failure.
+# the http_req example. Exits non-zero on failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-missing=()
-command -v ghc >/dev/null 2>&1 || missing+=(ghc)
-command -v cabal >/dev/null 2>&1 || missing+=(cabal-install)
-for pkg in libghc-network-dev libghc-hspec-dev; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]}"
-    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-        { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }
-fi
+# GHC, cabal and Debian's Haskell libraries come from scripts/setup.sh.
+command -v ghc >/dev/null 2>&1 && command -v cabal >/dev/null 2>&1 ||
+    { echo "sdk/haskell/test.sh: ghc and cabal are missing: run scripts/setup.sh" >&2; exit 1; }
 
 export CABAL_CONFIG="$here/offline.config" CABAL_DIR="$here/.cabal"
 cd "$here"
