@@ -22,6 +22,9 @@ REFRESH_MS = 300
 CACHE_FILE_MAX = 64 * 1024
 MAX_ANSWER = 1024 * 1024
 BIG = bytes(range(256)) * (3 * 4096)  # 3 MiB: over cache_file_max and max_answer
+# 48 KiB: cached, and large enough that the gateway takes the cache's bytes
+# uncopied (stream.rs MEMORY_MIN, 16 KiB)
+MID = bytes(reversed(range(256))) * (48 * 4)
 SECRET = b"outside the served directory\n"
 
 
@@ -44,6 +47,7 @@ def static(built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
     (root / "index.html").write_bytes(b"<h1>root index</h1>\n")
     (root / "sub" / "index.html").write_bytes(b"<h1>sub index</h1>\n")
     (root / "big.bin").write_bytes(BIG)
+    (root / "mid.bin").write_bytes(MID)
     (root / ".hidden").write_bytes(b"hidden\n")
     (work / "secret.txt").write_bytes(SECRET)
     os.symlink(work / "secret.txt", root / "link-out")
@@ -135,6 +139,25 @@ def test_byte_ranges(static: Static) -> None:
     r = static.get("/static/big.bin", {"Range": "bytes=1000000-1000999"})
     assert r.status == 206 and r.body == BIG[1000000:1001000]
     assert r.header("content-range") == "bytes 1000000-1000999/%d" % len(BIG)
+
+
+def test_a_cached_file_handed_to_the_gateway_uncopied(static: Static) -> None:
+    for _ in range(3):  # the first read fills the cache; the others come from it
+        r = static.get("/static/mid.bin")
+        assert r.status == 200 and r.body == MID and r.header("content-length") == str(len(MID))
+        assert r.header("cumulo-file-handle") is None
+    r = static.get("/static/mid.bin", method="HEAD")
+    assert r.status == 200 and r.body == b"" and r.header("content-length") == str(len(MID))
+    assert static.get("/static/mid.bin", {"If-None-Match": r.header("etag")}).status == 304
+    r = static.get("/static/mid.bin", {"Range": "bytes=1000-40999"})  # over 16 KiB: handed over
+    assert r.status == 206 and r.body == MID[1000:41000]
+    assert r.header("content-range") == "bytes 1000-40999/%d" % len(MID)
+    r = static.get("/static/mid.bin", {"Range": "bytes=-100"})  # small: in the answer
+    assert r.status == 206 and r.body == MID[-100:]
+    # another service gets the bytes in its answer, never a handle
+    r = static.get("/fetch?name=/static/mid.bin/get")
+    assert r.header("x-fetched-status") == "200" and r.body == MID
+    assert r.header("x-fetched-cumulo-file-handle") is None
 
 
 def test_index_files(static: Static) -> None:

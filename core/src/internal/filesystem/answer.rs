@@ -1,12 +1,13 @@
 //! A found file → the answer: 304 when the caller's copy is current, 206 or
 //! 416 for a byte range, else 200; headers in response_info, the bytes in
-//! the response, or (for a large file through the gateway) a handle to
-//! stream it from.
+//! the response, or (for a large file or large cached bytes through the
+//! gateway) a handle to take them from (stream.rs).
 
 use super::path::{Method, Refusal};
 use super::range::{self, Ranged};
 use super::settings::Settings;
 use super::{stream, Source};
+use bytes::Bytes;
 use cumulo_proto::info;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -76,11 +77,12 @@ fn whole_seconds(t: SystemTime) -> SystemTime {
 
 pub struct Reply {
     pub info: Vec<u8>,
-    pub body: Vec<u8>,
+    /// Bytes of the cache are shared, not copied.
+    pub body: Bytes,
 }
 
 impl Reply {
-    fn new(status: u16, body: Vec<u8>) -> Reply {
+    fn new(status: u16, body: Bytes) -> Reply {
         let mut info = Vec::with_capacity(256);
         info::push(&mut info, b"status", status.to_string().as_bytes());
         Reply { info, body }
@@ -91,7 +93,7 @@ impl Reply {
     }
 
     fn text(status: u16, text: String) -> Reply {
-        let mut r = Reply::new(status, text.into_bytes());
+        let mut r = Reply::new(status, text.into());
         r.header("content-type", "text/plain; charset=utf-8");
         r
     }
@@ -116,7 +118,7 @@ pub async fn reply(source: Source, method: Method, c: &Conditions, s: &Settings)
         r.header("last-modified", &entry.last_modified);
     };
     if c.not_modified(&entry.etag, entry.meta.modified) {
-        let mut r = Reply::new(304, Vec::new());
+        let mut r = Reply::new(304, Bytes::new());
         with_validators(&mut r);
         return r;
     }
@@ -144,18 +146,29 @@ pub async fn reply(source: Source, method: Method, c: &Conditions, s: &Settings)
             // Content-Length from it and sends no body. Other callers get
             // the length as a key.
             if method == Method::Head && !c.can_stream {
-                let mut r = head(Reply::new(status, Vec::new()));
+                let mut r = head(Reply::new(status, Bytes::new()));
                 r.header("content-length", &len.to_string());
                 return r;
             }
-            head(Reply::new(status, e.body[start as usize..(start + len) as usize].to_vec()))
+            let bytes = e.body.slice(start as usize..(start + len) as usize);
+            // Through the gateway, large bytes skip the trip through the
+            // core (a copy into its answer): the gateway takes them as they
+            // are. When the table is full they go in the answer.
+            if c.can_stream && bytes.len() >= stream::MEMORY_MIN {
+                if let Some(handle) = stream::put(stream::Part::Memory(bytes.clone())) {
+                    let mut r = head(Reply::new(status, Bytes::new()));
+                    r.header(stream::HANDLE_KEY, &handle);
+                    return r;
+                }
+            }
+            head(Reply::new(status, bytes))
         }
         Source::Disk { file, .. } => {
             if c.can_stream {
                 let part = stream::FilePart { file, offset: start, len };
-                match stream::put(part) {
+                match stream::put(stream::Part::File(part)) {
                     Some(handle) => {
-                        let mut r = head(Reply::new(status, Vec::new()));
+                        let mut r = head(Reply::new(status, Bytes::new()));
                         r.header(stream::HANDLE_KEY, &handle);
                         return r;
                     }
@@ -171,7 +184,7 @@ pub async fn reply(source: Source, method: Method, c: &Conditions, s: &Settings)
                 }
             }
             if method == Method::Head {
-                let mut r = head(Reply::new(status, Vec::new()));
+                let mut r = head(Reply::new(status, Bytes::new()));
                 r.header("content-length", &len.to_string());
                 return r;
             }
@@ -185,7 +198,7 @@ pub async fn reply(source: Source, method: Method, c: &Conditions, s: &Settings)
                 );
             }
             match tokio::task::spawn_blocking(move || super::lookup::read_part(&file, start, len)).await {
-                Ok(Ok(bytes)) => head(Reply::new(status, bytes)),
+                Ok(Ok(bytes)) => head(Reply::new(status, bytes.into())),
                 _ => Reply::text(500, "internal server error: the file could not be read\n".into()),
             }
         }

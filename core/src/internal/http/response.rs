@@ -4,15 +4,16 @@
 //! plain-text body that says what happened and to which name.
 
 use crate::instance::Response;
-use crate::internal::file_stream::{self, FileBody};
+use crate::internal::file_stream::{self, FileBody, Part};
 use bytes::Bytes;
 use cumulo_proto::{info, Status};
 use http_body_util::{Either, Full};
 use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use hyper::StatusCode;
 
-/// The bytes of an answer, or an open file streamed in chunks (the
-/// filesystem service's large files, internal/filesystem/stream.rs).
+/// The bytes of an answer (or of the filesystem service's cache, handed
+/// over uncopied), or an open file streamed in chunks (its large files):
+/// internal/filesystem/stream.rs.
 pub type HttpBody = Either<Full<Bytes>, FileBody>;
 pub type HttpResponse = hyper::Response<HttpBody>;
 
@@ -54,8 +55,11 @@ fn with_info(response_info: &[u8], body: Vec<u8>) -> Result<HttpResponse, String
         resp.headers_mut().append(name, value);
     }
     if let Some(handle) = file_handle {
-        let part = file_stream::take(handle).ok_or("it named a file handle that this gateway does not hold")?;
-        *resp.body_mut() = Either::Right(FileBody::new(part));
+        *resp.body_mut() =
+            match file_stream::take(handle).ok_or("it named a file handle that this gateway does not hold")? {
+                Part::File(part) => Either::Right(FileBody::new(part)),
+                Part::Memory(bytes) => Either::Left(Full::new(bytes)),
+            };
     }
     Ok(resp)
 }
