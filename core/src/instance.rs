@@ -302,6 +302,10 @@ pub struct Instance {
     /// Speaks CloudI's protocol: CloudI's routing rules apply to what it
     /// sends (docs/CLOUDI.md, "Routing as in CloudI").
     pub cloudi: bool,
+    /// An HTTP gateway of this core: a filesystem service of this core may
+    /// answer it with an open file to stream instead of the bytes
+    /// (internal/filesystem/stream.rs).
+    pub takes_file_handles: bool,
 }
 
 /// Who an instance is, as it is admitted: the rest of `Instance` starts
@@ -335,6 +339,7 @@ impl Instance {
             silent_rounds: 0,
             rx_fd: None,
             cloudi: false,
+            takes_file_handles: false,
         }
     }
 

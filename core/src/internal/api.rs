@@ -87,6 +87,20 @@ impl InternalApi {
         self.id
     }
 
+    /// Says that this instance (an HTTP gateway) can take open files a
+    /// filesystem service of this core hands over (stream.rs).
+    pub fn take_file_handles(&self) {
+        if let Some(me) = self.core.borrow_mut().instances.get_mut(&self.id) {
+            me.takes_file_handles = true;
+        }
+    }
+
+    /// Whether `sender` (a request's sender: forwards keep it) can take an
+    /// open file instead of the bytes. Only an instance of this core can.
+    pub fn takes_file_handles(&self, sender: InstanceId) -> bool {
+        self.core.borrow().instances.get(&sender).is_some_and(|i| i.takes_file_handles)
+    }
+
     /// The longest service name the core accepts (`core.max_name`).
     pub fn max_name(&self) -> usize {
         self.core.borrow().limits.names.max_name
