@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::Instant;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 /// A request the core holds on to: queued, parked, or handed to an internal
@@ -144,24 +144,110 @@ impl Outbox {
 }
 
 /// Where an internal service instance receives its traffic.
+///
+/// Both of its queues are bounded. Requests: in count by the instance's
+/// window (only delivered requests enter it, and `delivered` counts them
+/// until they are answered), in bytes by `max_bytes` (`core.max_outbox`, as
+/// a socket instance's outbox): past it the instance has no room, so further
+/// requests wait in its queue (`queue_limit`, `queue_size`, then
+/// `QUEUE_FULL`) until its task takes some. Answers of send_async calls not
+/// yet collected: `max_bytes` too, the oldest dropped with a warning.
 pub struct InternalInbox {
-    pub requests: mpsc::UnboundedSender<OwnedRequest>,
+    requests: RefCell<VecDeque<OwnedRequest>>,
+    /// Bytes of `requests` (`held::weight`).
+    request_bytes: Cell<usize>,
+    requests_wake: Notify,
     /// send_sync callers waiting for one trans_id.
     pub waiting: RefCell<AHashMap<TransId, oneshot::Sender<Response>>>,
     /// Responses of send_async calls, until recv_async collects them.
     pub unclaimed: RefCell<VecDeque<Response>>,
+    unclaimed_bytes: Cell<usize>,
     pub unclaimed_wake: Notify,
+    max_bytes: usize,
 }
 
 impl InternalInbox {
+    pub fn new(max_bytes: usize) -> InternalInbox {
+        InternalInbox {
+            requests: Default::default(),
+            request_bytes: Cell::new(0),
+            requests_wake: Notify::new(),
+            waiting: Default::default(),
+            unclaimed: Default::default(),
+            unclaimed_bytes: Cell::new(0),
+            unclaimed_wake: Notify::new(),
+            max_bytes,
+        }
+    }
+
+    /// Whether another request may be handed over: the bytes waiting are
+    /// under the limit (so one request larger than the limit still passes
+    /// when the inbox is empty).
+    pub fn has_room(&self) -> bool {
+        self.request_bytes.get() < self.max_bytes
+    }
+
+    /// Hands a delivered request to the instance's task.
+    pub fn push(&self, r: OwnedRequest) {
+        self.request_bytes.set(self.request_bytes.get() + r.held_bytes());
+        self.requests.borrow_mut().push_back(r);
+        self.requests_wake.notify_one();
+    }
+
+    /// The next request, and whether taking it made room that was missing
+    /// (then requests queued for the instance may be delivered).
+    pub fn take(&self) -> Option<(OwnedRequest, bool)> {
+        let r = self.requests.borrow_mut().pop_front()?;
+        let was_full = !self.has_room();
+        self.request_bytes.set(self.request_bytes.get() - r.held_bytes());
+        Some((r, was_full && self.has_room()))
+    }
+
+    /// Waits until a request may be there.
+    pub async fn requests_ready(&self) {
+        if self.requests.borrow().is_empty() {
+            self.requests_wake.notified().await;
+        }
+    }
+
+    /// Requests and bytes waiting for the instance's task.
+    pub fn waiting_requests(&self) -> (usize, usize) {
+        (self.requests.borrow().len(), self.request_bytes.get())
+    }
+
     pub fn deliver(&self, r: Response) {
         if let Some(tx) = self.waiting.borrow_mut().remove(&r.trans_id) {
             let _ = tx.send(r);
             return;
         }
-        self.unclaimed.borrow_mut().push_back(r);
+        let mut q = self.unclaimed.borrow_mut();
+        let mut bytes = self.unclaimed_bytes.get() + response_bytes(&r);
+        q.push_back(r);
+        while bytes > self.max_bytes && q.len() > 1 {
+            let old = q.pop_front().expect("more than one answer kept");
+            bytes -= response_bytes(&old);
+            tracing::warn!(
+                "internal service: the answer to {} was dropped uncollected: more than {} bytes of answers wait for recv_async (core.max_outbox)",
+                old.trans_id,
+                self.max_bytes
+            );
+        }
+        self.unclaimed_bytes.set(bytes);
+        drop(q);
         self.unclaimed_wake.notify_waiters();
     }
+
+    /// Takes the answer at `pos` of `unclaimed` (recv_async).
+    pub fn claim(&self, pos: usize) -> Option<Response> {
+        let r = self.unclaimed.borrow_mut().remove(pos)?;
+        self.unclaimed_bytes.set(self.unclaimed_bytes.get() - response_bytes(&r));
+        Some(r)
+    }
+}
+
+/// What an uncollected answer costs, bytes (as `held::weight` for requests).
+fn response_bytes(r: &Response) -> usize {
+    r.response_info.len() + r.response.len() + crate::held::REQUEST_OVERHEAD
 }
 
 pub enum Endpoint {
@@ -216,6 +302,10 @@ pub struct Instance {
     /// Speaks CloudI's protocol: CloudI's routing rules apply to what it
     /// sends (docs/CLOUDI.md, "Routing as in CloudI").
     pub cloudi: bool,
+    /// An HTTP gateway of this core: a filesystem service of this core may
+    /// answer it with an open file to stream instead of the bytes
+    /// (internal/filesystem/stream.rs).
+    pub takes_file_handles: bool,
 }
 
 /// Who an instance is, as it is admitted: the rest of `Instance` starts
@@ -249,11 +339,16 @@ impl Instance {
             silent_rounds: 0,
             rx_fd: None,
             cloudi: false,
+            takes_file_handles: false,
         }
     }
 
     pub fn has_room(&self) -> bool {
         (self.delivered.len() as u32) < self.window
+            && match &self.endpoint {
+                Endpoint::Internal(inbox) => inbox.has_room(),
+                Endpoint::Socket(_) | Endpoint::Remote(_) => true,
+            }
     }
 
     /// Delivered plus queued: the "busy" measure of least-busy selection.

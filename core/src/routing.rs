@@ -649,7 +649,7 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
             });
         }
         Endpoint::Internal(inbox) => {
-            let _ = inbox.requests.send(r.to_owned(Some(Rc::from(pattern))));
+            inbox.push(r.to_owned(Some(Rc::from(pattern))));
         }
     }
 }

@@ -62,6 +62,24 @@ def test_client_cannot_spoof_gateway_keys(cloud):
     assert not r.header("remote_addr").startswith("10.9.9.9")
 
 
+GATEWAY_KEYS = ["method", "path", "query", "remote_addr", "http_version"]
+
+
+def test_a_services_request_info_is_exactly_the_http_request(cloud):
+    # GET and HEAD alike: the headers the client sent (a header named like
+    # a key the core uses among files, too) and the gateway's keys; nothing
+    # the core adds for its own services.
+    for method in ("GET", "HEAD"):
+        r = request(cloud.port, method, "/probe/info?x=1", headers={"X-Custom": "abc", "Cumulo-Stream": "client-said"})
+        assert r.status == 200, r
+        keys = r.header("x-info-keys").split(",")
+        assert keys == ["host", "accept-encoding", "x-custom", "cumulo-stream"] + GATEWAY_KEYS, (method, keys)
+        if method == "GET":
+            assert dict(kv(r.body))["cumulo-stream"] == "client-said"
+        r = request(cloud.port, method, "/probe/info")
+        assert r.header("x-info-keys").split(",") == ["host", "accept-encoding"] + GATEWAY_KEYS, (method, r)
+
+
 def test_status_and_headers_from_response_info(cloud):
     r = request(cloud.port, "GET", "/probe/created")
     assert r.status == 201

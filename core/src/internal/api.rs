@@ -7,13 +7,12 @@ use crate::state::Shared;
 use cumulo_proto::{Return, Send, Status, TransId, TransIdGen};
 use std::cell::RefCell;
 use std::rc::Rc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 pub struct InternalApi {
     core: Shared,
     id: InstanceId,
     inbox: Rc<InternalInbox>,
-    requests: RefCell<mpsc::UnboundedReceiver<OwnedRequest>>,
     ids: RefCell<TransIdGen>,
     pub prefix: Rc<str>,
     pub process_index: u32,
@@ -42,21 +41,14 @@ impl InternalApi {
         process_count: u32,
         thread_count: u32,
     ) -> Result<InternalApi, (Status, String)> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let inbox = Rc::new(InternalInbox {
-            requests: tx,
-            waiting: Default::default(),
-            unclaimed: Default::default(),
-            unclaimed_wake: Default::default(),
-        });
         let mut c = core.borrow_mut();
+        let inbox = Rc::new(InternalInbox::new(c.limits.max_outbox));
         let id = c.admit_internal(prefix, options, metrics, inbox.clone(), service, process_index)?;
         let node = c.limits.node_id;
         Ok(InternalApi {
             core: core.clone(),
             id,
             inbox,
-            requests: RefCell::new(rx),
             ids: RefCell::new(TransIdGen::new(node, id)),
             prefix: Rc::from(prefix),
             process_index,
@@ -93,6 +85,20 @@ impl InternalApi {
 
     pub fn instance_id(&self) -> InstanceId {
         self.id
+    }
+
+    /// Says that this instance (an HTTP gateway) can take open files a
+    /// filesystem service of this core hands over (stream.rs).
+    pub fn take_file_handles(&self) {
+        if let Some(me) = self.core.borrow_mut().instances.get_mut(&self.id) {
+            me.takes_file_handles = true;
+        }
+    }
+
+    /// Whether `sender` (a request's sender: forwards keep it) can take an
+    /// open file instead of the bytes. Only an instance of this core can.
+    pub fn takes_file_handles(&self, sender: InstanceId) -> bool {
+        self.core.borrow().instances.get(&sender).is_some_and(|i| i.takes_file_handles)
     }
 
     /// The longest service name the core accepts (`core.max_name`).
@@ -170,27 +176,38 @@ impl InternalApi {
     /// The answer of an async send: of `tid`, or the next one to arrive.
     pub async fn recv_async(&self, tid: Option<TransId>) -> Response {
         loop {
-            {
-                let mut q = self.inbox.unclaimed.borrow_mut();
-                let pos = match tid {
+            let pos = {
+                let q = self.inbox.unclaimed.borrow();
+                match tid {
                     Some(t) => q.iter().position(|r| r.trans_id == t),
                     None => (!q.is_empty()).then_some(0),
-                };
-                if let Some(p) = pos {
-                    return q.remove(p).unwrap();
                 }
+            };
+            if let Some(r) = pos.and_then(|p| self.inbox.claim(p)) {
+                return r;
             }
             self.inbox.unclaimed_wake.notified().await;
         }
     }
 
-    /// The next request for this instance; None when the core stops.
-    #[allow(
-        clippy::await_holding_refcell_ref,
-        reason = "one task per internal instance receives its requests; nothing else borrows `requests`"
-    )]
+    /// The next request for this instance. Taking one may make room for
+    /// requests queued while its inbox was full: they are delivered now.
     pub async fn next_request(&self) -> Option<OwnedRequest> {
-        self.requests.borrow_mut().recv().await
+        loop {
+            if let Some((r, made_room)) = self.inbox.take() {
+                if made_room {
+                    self.core().pump(self.id);
+                }
+                return Some(r);
+            }
+            self.inbox.requests_ready().await;
+        }
+    }
+
+    /// Requests and bytes delivered to this instance that its task has not
+    /// taken yet.
+    pub fn waiting_requests(&self) -> (usize, usize) {
+        self.inbox.waiting_requests()
     }
 
     pub fn return_(&self, req: &OwnedRequest, status: Status, info: &[u8], body: &[u8]) {
@@ -217,5 +234,79 @@ impl Drop for InternalApi {
         if let Ok(mut c) = self.core.try_borrow_mut() {
             c.remove_instance(self.id, "internal service stopped");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServiceOptions;
+    use crate::fuzzing::{run, small_limits};
+    use std::time::Duration;
+
+    /// An internal instance whose task does not take its requests holds at
+    /// most `max_outbox` bytes of them (plus one); the rest wait in its
+    /// queue, and past `queue_limit` are refused with QUEUE_FULL at once.
+    /// Once it takes them, the queued ones are delivered and answered.
+    #[test]
+    fn an_internal_inbox_is_bounded_in_bytes_and_the_rest_queue_then_fail_queue_full() {
+        run(async {
+            let limits = crate::state::Limits { max_outbox: 8 * 1024, ..small_limits() };
+            let core: Shared = Rc::new(RefCell::new(crate::state::Core::new(limits, ServiceOptions::default())));
+            let options = Rc::new(ServiceOptions { queue_limit: 2, ..ServiceOptions::default() });
+            let slow = InternalApi::connect(&core, "/slow/", options, Rc::default(), 0, 0, 1, 1).unwrap();
+            slow.subscribe("*").unwrap();
+            let sender = InternalApi::connect(&core, "/sender/", Rc::default(), Rc::default(), 0, 0, 1, 1).unwrap();
+            let body = vec![7u8; 3000];
+            let o = SendOptions { timeout_ms: 60_000, ..SendOptions::default() };
+            let sent: Vec<TransId> = (0..10).map(|_| sender.send_async("/slow/x", b"", &body, o)).collect();
+
+            // Three requests (3 x ~3.3 KiB) fill the 8 KiB inbox; two more
+            // queue; five are refused at once.
+            let (count, bytes) = slow.waiting_requests();
+            assert_eq!(count, 3, "requests handed to the instance ({bytes} bytes)");
+            let mut refused = Vec::new();
+            while let Ok(r) = tokio::time::timeout(Duration::from_millis(1), sender.recv_async(None)).await {
+                assert_eq!(r.status, Status::QueueFull, "{:?}", String::from_utf8_lossy(&r.response));
+                refused.push(r.trans_id);
+            }
+            assert_eq!(refused, sent[5..].to_vec());
+
+            // Taking and answering them delivers the queued ones.
+            for _ in 0..5 {
+                let req = tokio::time::timeout(Duration::from_secs(1), slow.next_request()).await.unwrap().unwrap();
+                slow.return_(&req, Status::Ok, b"", b"done");
+            }
+            for tid in &sent[..5] {
+                let r = tokio::time::timeout(Duration::from_secs(1), sender.recv_async(Some(*tid))).await.unwrap();
+                assert_eq!((r.status, &r.response[..]), (Status::Ok, &b"done"[..]));
+            }
+            assert_eq!(slow.waiting_requests(), (0, 0));
+        });
+    }
+
+    /// Answers to send_async calls that are never collected keep at most
+    /// `max_outbox` bytes: the oldest are dropped.
+    #[test]
+    fn uncollected_async_answers_are_bounded_oldest_dropped() {
+        run(async {
+            let limits = crate::state::Limits { max_outbox: 8 * 1024, ..small_limits() };
+            let core: Shared = Rc::new(RefCell::new(crate::state::Core::new(limits, ServiceOptions::default())));
+            let server = InternalApi::connect(&core, "/server/", Rc::default(), Rc::default(), 0, 0, 1, 1).unwrap();
+            server.subscribe("*").unwrap();
+            let sender = InternalApi::connect(&core, "/sender/", Rc::default(), Rc::default(), 0, 0, 1, 1).unwrap();
+            let o = SendOptions { timeout_ms: 60_000, ..SendOptions::default() };
+            let sent: Vec<TransId> = (0..5).map(|_| sender.send_async("/server/x", b"", b"", o)).collect();
+            for _ in 0..5 {
+                let req = server.next_request().await.unwrap();
+                server.return_(&req, Status::Ok, b"", &[1u8; 3000]);
+            }
+            // Two answers of ~3.3 KiB fit in 8 KiB: the last two are kept.
+            let mut kept = Vec::new();
+            while let Ok(r) = tokio::time::timeout(Duration::from_millis(1), sender.recv_async(None)).await {
+                kept.push(r.trans_id);
+            }
+            assert_eq!(kept, sent[3..].to_vec());
+        });
     }
 }

@@ -32,6 +32,7 @@ pub struct ServiceChanges {
     pub timeout_sync: Option<u32>,
     pub timeout_terminate: Option<u32>,
     pub queue_limit: Option<u32>,
+    pub queue_size: Option<u32>,
     pub dest_refresh: Option<crate::config::DestRefresh>,
     pub max_r: Option<u32>,
     pub max_t: Option<u32>,
@@ -47,6 +48,7 @@ impl ServiceChanges {
         "timeout_sync",
         "timeout_terminate",
         "queue_limit",
+        "queue_size",
         "dest_refresh",
         "max_r",
         "max_t",
@@ -65,6 +67,7 @@ impl ServiceChanges {
         set(&mut c.timeout_sync, self.timeout_sync);
         set(&mut c.timeout_terminate, self.timeout_terminate);
         set(&mut c.queue_limit, self.queue_limit);
+        set(&mut c.queue_size, self.queue_size);
         set(&mut c.max_r, self.max_r);
         set(&mut c.max_t, self.max_t);
         set(&mut c.restart_delay, self.restart_delay);
@@ -168,8 +171,9 @@ impl Supervisor {
 
     /// Changes a running service's options. More processes start at once;
     /// fewer stop the highest process indexes gracefully (as a removal
-    /// does). Timeouts, queue_limit and dest_refresh apply from the next
-    /// request on; max_r, max_t, restart_delay and timeout_init from the next
+    /// does). Timeouts, queue_limit, queue_size and dest_refresh apply from
+    /// the next request on (a lowered limit refuses new requests; what is
+    /// queued already stays); max_r, max_t, restart_delay and timeout_init from the next
     /// restart on.
     pub fn update(self: &Rc<Self>, id: ServiceId, changes: &ServiceChanges) -> Result<(), OpError> {
         let svc = self.get(id)?;

@@ -312,3 +312,41 @@ fn removing_a_service_under_load_fails_nothing_silently() {
     assert!(errors.keys().all(|k| ["NO_SERVICE", "SHUTTING_DOWN", "CRASHED"].contains(&k.as_str())), "{errors:?}");
     eprintln!("sent {sent}, answered {ok}, explicit errors {errors:?}");
 }
+
+/// `queue_size` changes on a running service, checked as the config checks
+/// it, and applies to its instances' queues from the next request.
+#[test]
+fn queue_size_changes_live_and_applies_to_the_queues() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loadgen/slow_service.py");
+    let core = TestCore::start(&format!(
+        "[[service]]\nprefix = \"/slow/\"\npath = \"python3\"\nargs = [\"{}\"]\nenv = {{ SLOW_DELAY_MS = \"3000\" }}\ntimeout_terminate = 200\n",
+        script.display()
+    ));
+    core.wait_running(1, 1);
+    core.wait_subscribed("/slow/slow/get", 1);
+
+    let r = core.http("PATCH", "/v1/services/1", Some(r#"{"queue_size": 100}"#));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("queue_size") && r.body.contains("at least 1024"), "{}", r.body);
+    let r = core.http("PATCH", "/v1/services/1", Some(r#"{"queue_size": 2048}"#));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["config"]["queue_size"], 2048);
+
+    // One request occupies the instance (window 1) for 3 s; one of 1500
+    // bytes fits in the 2048-byte queue; a second one does not.
+    let mut api = core.client("/test/queue_size/");
+    let o = SendOptions { timeout: 10_000, ..Default::default() };
+    let busy = api.send_async("/slow/slow/get", b"", b"", o);
+    let body = vec![b'x'; 1500];
+    let queued = api.send_async("/slow/slow/get", b"", &body, o);
+    match api.send_sync("/slow/slow/get", b"", &body, o) {
+        Err(cumulo::Error::Status { status: Status::QueueFull, message }) => {
+            assert!(message.contains("queue_size"), "{message}")
+        }
+        other => panic!("expected QUEUE_FULL naming queue_size, got {other:?}"),
+    }
+    for tid in [busy, queued] {
+        let (_, r) = api.recv_async(Some(tid), Duration::from_secs(15)).unwrap().expect("answered");
+        assert!(r.is_ok(), "{r:?}");
+    }
+}

@@ -7,6 +7,7 @@
 
 #include "cumulo.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +159,8 @@ static inline char *atscumulo_bytes_hex(cumulo_bytes b) {
     s[2 * b.len] = 0;
     return s;
 }
-/* Bytes from hex digits (malloc'd; never freed by the views). An odd length
- * or a non-hex digit gives len (size_t)-1 and no data. */
+/* Bytes from hex digits (malloc'd: give them back with bytes_free). An odd
+ * length or a non-hex digit gives len (size_t)-1 and no data. */
 static inline cumulo_bytes atscumulo_bytes_of_hex(const char *hex) {
     size_t n = strlen(hex);
     cumulo_bytes b = {NULL, (size_t)-1};
@@ -168,7 +169,9 @@ static inline cumulo_bytes atscumulo_bytes_of_hex(const char *hex) {
     if (!out) abort();
     for (size_t i = 0; i < n / 2; i++) {
         unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+        /* sscanf alone takes "0g" as 0: both digits must be hex. */
+        if (!isxdigit((unsigned char)hex[2 * i]) || !isxdigit((unsigned char)hex[2 * i + 1]) ||
+            sscanf(hex + 2 * i, "%2x", &v) != 1) {
             free(out);
             return b;
         }
@@ -177,6 +180,12 @@ static inline cumulo_bytes atscumulo_bytes_of_hex(const char *hex) {
     b.data = out;
     b.len = n / 2;
     return b;
+}
+
+/* Frees bytes the SDK allocated (info_encode, bytes_of_hex); bad hex (no
+ * data) is fine. Never a view of a string or of a request. */
+static inline void atscumulo_bytes_free(cumulo_bytes b) {
+    free((void *)b.data);
 }
 
 /* ---- key/value */

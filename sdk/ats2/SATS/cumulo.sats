@@ -138,6 +138,10 @@ fun bytes_of_string (s: string): bytes = "mac#atscumulo_bytes_of_string"
 fun bytes_empty (): bytes = "mac#atscumulo_bytes_empty"
 (* From hex digits; len is (size_t)-1 for bad hex: test with bytes_valid. *)
 fun bytes_of_hex (hex: string): bytes = "mac#atscumulo_bytes_of_hex"
+(* Gives back the memory of bytes the SDK allocated: those of bytes_of_hex
+** and info_encode (once each, and not used after). Never a view of a
+** string (bytes_of_string) or of a request's fields. *)
+fun bytes_free (b: bytes): void = "mac#atscumulo_bytes_free"
 fun bytes_valid (b: bytes): bool
 fun bytes_length (b: bytes): size_t
 fun bytes_get (b: bytes, i: size_t): int = "mac#atscumulo_bytes_get"
@@ -150,7 +154,7 @@ fun bytes_print_hex (b: bytes): void = "mac#atscumulo_bytes_print_hex"
 (* ****** ****** key/value (PROTOCOL.md 5) *)
 
 typedef info_pair = @(bytes, bytes)
-(* Keys and values without NUL bytes. *)
+(* Keys and values without NUL bytes; allocated: bytes_free it when done. *)
 fun info_encode (pairs: List0 @(string, string)): bytes
 (* Every pair, or None for malformed bytes. *)
 fun info_parse (info: bytes): Option (List0 info_pair)

@@ -127,14 +127,30 @@ in
   check (streq (bytes_hex b, "76616c756500343200610000"), "info_encode");
   check (rc = 0 && found, "info_find status");
   check (streq (bytes_hex value, hex_of "42"), "info_find value");
-  check (rc2 = 5, "info_find of malformed bytes is MALFORMED")
+  check (rc2 = 5, "info_find of malformed bytes is MALFORMED");
+  bytes_free b
+end
+
+fun test_hex (): void = let
+  val b = bytes_of_hex "00ff10"
+  val bad = bytes_of_hex "0g"
+  val odd = bytes_of_hex "abc"
+in
+  check (bytes_valid b && bytes_length b = i2sz 3 && bytes_get (b, i2sz 1) = 255, "bytes_of_hex");
+  check (~bytes_valid bad && ~bytes_valid odd, "bytes_of_hex of a non-hex digit, of an odd length");
+  bytes_free b;
+  bytes_free bad;
+  bytes_free odd
 end
 
 (* ****** ****** the session against a fake core *)
 
-fun echo (api: api, req: request, user: ptr): int =
-  respond (api, req, info_encode ($list{@(string, string)}(@("k", "v"))),
-           bytes_of_string (concat ("got ", bytes_to_string (request_body req))))
+fun echo (api: api, req: request, user: ptr): int = let
+  val info = info_encode ($list{@(string, string)}(@("k", "v")))
+  val rc = respond (api, req, info, bytes_of_string (concat ("got ", bytes_to_string (request_body req))))
+in
+  bytes_free info; rc
+end
 
 fun boom (api: api, req: request, user: ptr): int = status_invalid_argument
 
@@ -209,6 +225,7 @@ implement main0 (argc, argv) = let
   val n = vectors ()
   val () = check (n >= 50, "read every vector")
   val () = test_info ()
+  val () = test_hex ()
   val () = test_session ()
 in
   $extfcall (void, "exit", summary ())

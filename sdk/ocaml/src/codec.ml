@@ -32,6 +32,9 @@ type welcome = {
   prefix : string;
 }
 
+(* A REQUEST as decoded, and as a handler receives it (Cumulo.request):
+   [sync] and [mcast] are read from [flags] when decoding; encoding writes
+   [flags]. *)
 type request = {
   trans_id : string;
   timeout : int;
@@ -42,6 +45,8 @@ type request = {
   pattern : string;
   request_info : string;
   request : string;
+  sync : bool;
+  mcast : bool;
 }
 
 type message =
@@ -249,7 +254,8 @@ let r_body code c =
     let pattern = r_str c "pattern" in
     let request_info = r_bytes c "request_info" in
     let request = r_bytes c "request" in
-    Request { trans_id; timeout; priority; flags; source; name; pattern; request_info; request }
+    let sync = flags land 1 <> 0 and mcast = flags land 2 <> 0 in
+    Request { trans_id; timeout; priority; flags; source; name; pattern; request_info; request; sync; mcast }
   | 0x83 -> Response (r_answer c)
   | 0x84 ->
     let req_id = r_u32 c "req_id" in

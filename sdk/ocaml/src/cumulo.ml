@@ -8,7 +8,7 @@ exception Error = Status.Error
 
 let fail = Status.fail
 
-type request = {
+type request = Codec.request = {
   trans_id : string;
   timeout : int;
   priority : int;
@@ -229,11 +229,6 @@ let close t =
 
 (* ------------------------------------------------------------ background *)
 
-let to_request (r : Codec.request) =
-  { trans_id = r.trans_id; timeout = r.timeout; priority = r.priority; flags = r.flags; source = r.source;
-    name = r.name; pattern = r.pattern; request_info = r.request_info; request = r.request;
-    sync = r.flags land 1 <> 0; mcast = r.flags land 2 <> 0 }
-
 let keep_response t (a : Codec.answer) =
   if Hashtbl.mem t.abandoned a.trans_id then Hashtbl.remove t.abandoned a.trans_id
   else begin
@@ -244,7 +239,7 @@ let keep_response t (a : Codec.answer) =
 (* A frame nobody is waiting for. *)
 let background t = function
   | Codec.Ping nonce -> write t (Codec.Pong nonce)
-  | Codec.Request r -> Queue.push (to_request r) t.queue
+  | Codec.Request r -> Queue.push r t.queue
   | Codec.Response a -> keep_response t a
   | Codec.Terminate _ -> t.terminated <- true
   | Codec.Error e -> close_fd t; raise (Error (Status.of_code e.status, e.message))

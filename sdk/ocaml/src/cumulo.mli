@@ -13,8 +13,8 @@ exception Error of Status.t * string
 
 type t
 
-(** What a handler receives. *)
-type request = {
+(** What a handler receives: the REQUEST frame as decoded ([Codec.request]). *)
+type request = Codec.request = {
   trans_id : string;  (** 16 bytes *)
   timeout : int;
   priority : int;

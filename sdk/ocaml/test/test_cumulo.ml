@@ -57,7 +57,8 @@ let message_of typ f : Codec.message =
     Request
       { trans_id = h "trans_id"; timeout = i "timeout"; priority = i "priority"; flags = i "flags";
         source = Json.to_int64 (Json.member "source" f); name = s "name"; pattern = s "pattern";
-        request_info = h "request_info"; request = h "request" }
+        request_info = h "request_info"; request = h "request"; sync = i "flags" land 1 <> 0;
+        mcast = i "flags" land 2 <> 0 }
   | "REPLY" -> Reply { req_id = i "req_id"; status = i "status"; value = i "value"; message = s "message" }
   | "MCAST_SENT" ->
     Mcast_sent
@@ -198,7 +199,9 @@ let tid_a = hex_decode "187a2b1b40fdcd150000000300000001"
 let tid_b = hex_decode "187a2b1b40fdcd160000000300000001"
 
 let request ?(pattern = "/t/echo") ?(priority = 0) ?(request = "hi") ?(request_info = "") trans_id : Codec.message =
-  Request { trans_id; timeout = 500; priority; flags = 1; source = 0x3_0000_0001L; name = pattern; pattern; request_info; request }
+  Request
+    { trans_id; timeout = 500; priority; flags = 1; source = 0x3_0000_0001L; name = pattern; pattern; request_info; request;
+      sync = true; mcast = false }
 
 let connect ?window ?thread_index (core : _ Fake.core) = create ~socket:core.path ~token:"" ~prefix:"/t/" ?window ?thread_index ()
 

@@ -4,7 +4,7 @@
 use crate::api::{status_error, Response};
 use crate::error::{Error, Result};
 use cumulo_proto::{kind, Frame, TransId, REQUEST_SYNC};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 /// A request copied out of the read buffer, to be handled at the next `poll`.
 #[derive(Debug)]
@@ -26,6 +26,14 @@ pub(crate) struct Inbox {
     pub pending: VecDeque<OwnedRequest>,
     /// Responses to async sends, until recv_async takes them.
     pub responses: VecDeque<(TransId, Result<Response>)>,
+    /// Requests whose answer is still waited for: sent and not yet
+    /// answered, and not given up on. A RESPONSE for any other trans_id
+    /// (a send_sync that gave up, a multicast whose MCAST_SENT came after
+    /// its caller stopped waiting) has nobody to take it: it is dropped, so
+    /// what is kept is only what a call of this instance will collect.
+    pub awaited: HashSet<TransId>,
+    /// Responses dropped because nobody waited for them.
+    pub unsolicited: u64,
     /// The core sent TERMINATE.
     pub terminated: bool,
 }
@@ -42,7 +50,19 @@ impl Inbox {
                 } else {
                     Err(status_error(r.status, r.response))
                 };
-                self.responses.push_back((r.trans_id, result));
+                if self.awaited.remove(&r.trans_id) {
+                    self.responses.push_back((r.trans_id, result));
+                } else {
+                    self.unsolicited += 1;
+                    // One line for the 1st, 2nd, 4th, 8th, ...: a flood costs a
+                    // few lines, not one per frame.
+                    if self.unsolicited.is_power_of_two() {
+                        eprintln!(
+                            "cumulo: dropped a response to {}: nothing waits for it (its caller gave up); {} dropped so far",
+                            r.trans_id, self.unsolicited
+                        );
+                    }
+                }
             }
             Frame::Request(r) => self.pending.push_back(OwnedRequest {
                 name: r.name.into(),

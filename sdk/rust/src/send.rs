@@ -62,8 +62,9 @@ impl Api {
     /// a TOO_LARGE error, there at once.
     pub fn send_async(&mut self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId {
         let (tid, queued) = self.send_frame(kind::SEND_ASYNC, name, info, body, o);
-        if let Err(e) = queued {
-            self.inbox.responses.push_back((tid, Err(e)));
+        match queued {
+            Ok(()) => _ = self.inbox.awaited.insert(tid),
+            Err(e) => self.inbox.responses.push_back((tid, Err(e))),
         }
         tid
     }
@@ -72,6 +73,7 @@ impl Api {
     pub fn send_sync(&mut self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Result<Response> {
         let (tid, queued) = self.send_frame(kind::SEND_SYNC, name, info, body, o);
         queued?;
+        self.inbox.awaited.insert(tid);
         let timeout = if o.timeout == 0 { self.timeout_sync } else { o.timeout };
         self.await_response(tid, timeout)
     }
@@ -84,12 +86,15 @@ impl Api {
         let mut ids = None;
         self.wait_for(None, |f| match f {
             Frame::McastSent(m) if m.trans_id == call => {
-                ids = Some(m.ids().collect());
+                ids = Some(m.ids().collect::<Vec<TransId>>());
                 true
             }
             _ => false,
         })?;
-        Ok(ids.unwrap())
+        let ids = ids.unwrap();
+        // The copies' answers come after MCAST_SENT (the core writes it first).
+        self.inbox.awaited.extend(ids.iter().copied());
+        Ok(ids)
     }
 
     /// The answer to an async send: of `tid`, or of whichever arrives next.
@@ -114,7 +119,12 @@ impl Api {
 
     fn await_response(&mut self, tid: TransId, timeout_ms: u32) -> Result<Response> {
         let guard = Duration::from_millis(timeout_ms as u64) + CORE_ANSWER_GRACE;
-        match self.recv_async(Some(tid), guard)? {
+        let answer = self.recv_async(Some(tid), guard);
+        if !matches!(answer, Ok(Some(_))) {
+            // Given up: an answer arriving later is dropped, not kept.
+            self.inbox.awaited.remove(&tid);
+        }
+        match answer? {
             Some((_, r)) => r,
             None => Err(Error::Status { status: Status::Timeout, message: "the core did not answer".into() }),
         }

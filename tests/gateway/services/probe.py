@@ -38,12 +38,21 @@ def sleep(api: cumulo.API, request: cumulo.Request):
     return b"slept %d ms" % ms
 
 
+def info(api: cumulo.API, request: cumulo.Request):
+    """Answers with the request_info it got: as the body, and its keys in
+    `x-info-keys` (so that HEAD shows them too)."""
+    keys = [k.decode() for k, _ in cumulo.info_parse(request.request_info)]
+    return [("x-info-keys", ",".join(keys))], request.request_info
+
+
 def setup(api: cumulo.API) -> None:
     api.subscribe("created/get", created)
     api.subscribe("bad-info/get", bad_info)
     api.subscribe("fail/get", fail)
     api.subscribe("crash/get", crash)
     api.subscribe("sleep/get", sleep)
+    api.subscribe("info/get", info)
+    api.subscribe("info/head", info)
 
 
 if __name__ == "__main__":

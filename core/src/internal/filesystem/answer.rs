@@ -18,8 +18,8 @@ pub struct Conditions {
     if_modified_since: Option<Vec<u8>>,
     range: Option<Vec<u8>>,
     if_range: Option<Vec<u8>>,
-    /// The gateway of this process can stream a file (stream.rs).
-    can_stream: bool,
+    /// The sender is a gateway of this core: it can stream a file (stream.rs).
+    pub can_stream: bool,
 }
 
 impl Conditions {
@@ -33,10 +33,6 @@ impl Conditions {
                 b"if-modified-since" => &mut c.if_modified_since,
                 b"range" => &mut c.range,
                 b"if-range" => &mut c.if_range,
-                b"cumulo-stream" => {
-                    c.can_stream = v == stream::token().as_bytes();
-                    continue;
-                }
                 _ => continue,
             };
             *slot = Some(v.to_vec());

@@ -78,7 +78,8 @@ impl Server {
         let reply = match path::parse(&req.name, &self.api.prefix) {
             Err(refusal) => Reply::refusal(&refusal),
             Ok(target) => {
-                let conditions = Conditions::from_info(&req.request_info);
+                let mut conditions = Conditions::from_info(&req.request_info);
+                conditions.can_stream = self.api.takes_file_handles(req.sender);
                 match self.find(&target).await {
                     Err(refusal) => Reply::refusal(&refusal),
                     Ok(source) => answer::reply(source, target.method, &conditions, &self.settings).await,

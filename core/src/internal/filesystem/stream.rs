@@ -10,10 +10,11 @@
 //!   bytes), shared with the cache by reference count, which hyper writes
 //!   from where they are: a cached 1 MiB file costs no copy of 1 MiB.
 //!
-//! The gateway offers this by putting this process's `cumulo-stream` token
-//! in the request_info of its GET and HEAD requests; the filesystem service
-//! only answers with a handle when the token is its own, so a gateway on
-//! another node (or any other caller) gets the bytes in the answer instead.
+//! The filesystem service answers with a handle only when the request's
+//! sender is an HTTP gateway of this core (the core marks its instance;
+//! a forward keeps the sender), so a gateway on another node, or any other
+//! caller, gets the bytes in the answer instead. Nothing is added to the
+//! request_info: services see exactly what the HTTP request says.
 //! The table is bounded (`MAX_HANDLES` entries, of which `MAX_MEMORY` bytes
 //! of memory ones) and a handle nobody took within `HANDLE_TTL` is dropped.
 
@@ -29,8 +30,6 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-/// The request_info key a gateway offers streaming with.
-pub const STREAM_KEY: &str = "cumulo-stream";
 /// The response_info key that names a handle.
 pub const HANDLE_KEY: &str = "cumulo-file-handle";
 /// Bytes read and sent at a time: the memory one streaming response holds.
@@ -80,12 +79,6 @@ struct Table {
 fn table() -> &'static Mutex<Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
     TABLE.get_or_init(|| Mutex::new(Table { next_sweep: Instant::now(), open: HashMap::new(), memory: 0 }))
-}
-
-/// This process's token: a gateway that sends it can take handles from here.
-pub fn token() -> &'static str {
-    static TOKEN: OnceLock<String> = OnceLock::new();
-    TOKEN.get_or_init(|| format!("{:016x}{:016x}", fastrand::u64(..), std::process::id()))
 }
 
 /// Leaves `part` for the gateway; None when `MAX_HANDLES` are waiting, or

@@ -64,6 +64,8 @@ impl std::fmt::Display for Counts {
 
 impl Gateway {
     pub fn new(api: InternalApi, s: &Settings, log: Option<Rc<AccessLog>>) -> Gateway {
+        // A filesystem service of this core may answer it with an open file.
+        api.take_file_handles();
         Gateway {
             api,
             names: NameMapping { name_prefix: s.name_prefix.clone(), method_suffix: s.method_suffix },

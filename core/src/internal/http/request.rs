@@ -2,7 +2,6 @@
 //! request_info (key/value encoded: headers, then what the gateway knows).
 
 use super::settings::{HeaderFilter, QueryFormat};
-use crate::internal::file_stream;
 use cumulo_proto::info;
 use hyper::http::request::Parts;
 use hyper::{Method, Version};
@@ -18,23 +17,20 @@ pub fn takes_query(method: &Method) -> bool {
 }
 
 /// The request_info of a service request: the passed headers (lower-case
-/// names, as HTTP/1 gives them to hyper), then the gateway's own keys.
+/// names, as HTTP/1 gives them to hyper), then the gateway's own keys;
+/// nothing else (whether a file may be streamed back is known from the
+/// sender, internal/filesystem/stream.rs).
 /// `traceparent` is a header like any other and passes unchanged.
 /// `remote` is the client's `ip:port`, formatted once per connection.
 pub fn request_info(parts: &Parts, remote: &str, filter: &HeaderFilter) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     for (name, value) in &parts.headers {
         let name = name.as_str();
-        if filter.passes(name) && !GATEWAY_KEYS.contains(&name) && name != file_stream::STREAM_KEY {
+        if filter.passes(name) && !GATEWAY_KEYS.contains(&name) {
             // HTTP forbids NUL in header values and hyper rejects it, so the
             // encoding cannot be broken by a client.
             info::push(&mut out, name.as_bytes(), value.as_bytes());
         }
-    }
-    if matches!(parts.method, Method::GET | Method::HEAD) {
-        // A filesystem service of this process may then answer with an open
-        // file to stream instead of the bytes (internal/filesystem/stream.rs).
-        info::push(&mut out, file_stream::STREAM_KEY.as_bytes(), file_stream::token().as_bytes());
     }
     info::push(&mut out, b"method", parts.method.as_str().as_bytes());
     info::push(&mut out, b"path", parts.uri.path().as_bytes());

@@ -164,3 +164,37 @@ fn each_frame_is_decoded_once_while_a_call_waits_for_its_answer() {
     drop(api);
     core.join();
 }
+
+/// RESPONSEs nobody waits for (trans_ids never sent, or sent by a
+/// send_sync that gave up) are dropped, not kept: a core answering late, or
+/// wrongly, cannot grow the instance's memory. An async send's answer is
+/// still kept until recv_async takes it, however late it is collected.
+#[test]
+fn responses_nobody_waits_for_are_dropped_and_awaited_ones_kept() {
+    const UNSOLICITED: u64 = 10_000;
+    let (core, mut api) = FakeCore::with_api(|peer| {
+        let a = peer.expect(kind::SEND_ASYNC);
+        let b = peer.expect(kind::SEND_SYNC);
+        peer.write(|out| {
+            for n in 0..UNSOLICITED {
+                let r = Return { trans_id: tid(1000 + n), status: 0, response_info: b"", response: &[b'x'; 100] };
+                cumulo_proto::encode_return(out, kind::RESPONSE, &r);
+            }
+        });
+        respond(peer, &a, Status::Ok, b"async answer");
+        // A second answer to the same request: nobody waits for it any more.
+        respond(peer, &a, Status::Ok, b"again");
+        respond(peer, &b, Status::Ok, b"sync answer");
+        peer.expect_goodbye_and_close();
+    });
+    let a = api.send_async("/a", b"", b"", SendOptions::default());
+    assert_eq!(api.send_sync("/b", b"", b"", SendOptions::default()).unwrap().body, b"sync answer");
+    assert_eq!(api.inbox.unsolicited, UNSOLICITED + 1);
+    assert_eq!(api.inbox.responses.len(), 1, "only the async send's answer is kept");
+    let (_, r) = api.recv_async(Some(a), Duration::ZERO).unwrap().expect("the async answer");
+    assert_eq!(r.unwrap().body, b"async answer");
+    assert!(api.recv_async(None, Duration::from_millis(50)).unwrap().is_none(), "nothing else kept");
+    assert!(api.inbox.awaited.is_empty());
+    drop(api);
+    core.join();
+}
