@@ -87,22 +87,20 @@ fn main() -> anyhow::Result<()> {
     })
 }
 
-/// Opens `n` connections, `OPENING` at a time.
-async fn open(url: &str, n: usize) -> anyhow::Result<Vec<Ws>> {
+/// Opens `n` connections, `OPENING` at a time, handing each to `each` as
+/// soon as it is open.
+async fn open<T>(url: &str, n: usize, mut each: impl FnMut(Ws) -> T) -> anyhow::Result<Vec<T>> {
     let started = Instant::now();
-    let conns: Vec<Ws> = stream::iter(0..n)
-        .map(|_| async move {
-            let (ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
-            anyhow::Ok(ws)
-        })
-        .buffer_unordered(OPENING)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<anyhow::Result<_>>()
-        .with_context(|| format!("opening {n} connections to {url}"))?;
+    let mut opened = Vec::with_capacity(n);
+    let mut connecting = stream::iter(0..n)
+        .map(|_| tokio_tungstenite::connect_async_with_config(url, None, true))
+        .buffer_unordered(OPENING);
+    while let Some(result) = connecting.next().await {
+        let (ws, _) = result.with_context(|| format!("opening connection {} of {n} to {url}", opened.len() + 1))?;
+        opened.push(each(ws));
+    }
     eprintln!("  {n} connections open in {:.1} s", started.elapsed().as_secs_f64());
-    Ok(conns)
+    Ok(opened)
 }
 
 fn histogram() -> Histogram<u64> {
@@ -116,7 +114,7 @@ fn micros(d: Duration) -> u64 {
 // --- echo -----------------------------------------------------------------
 
 async fn echo(a: EchoArgs) -> anyhow::Result<()> {
-    let conns = open(&a.url, a.connections).await?;
+    let conns = open(&a.url, a.connections, |ws| ws).await?;
     // One message, shared: each send clones a reference, not the bytes.
     let payload = Message::Text(Utf8Bytes::from("x".repeat(a.size)));
     let measured_from = Instant::now() + Duration::from_secs_f64(a.warmup);
@@ -191,27 +189,28 @@ async fn keep_window(
 
 /// Deliveries of ticks sent during the measured window, from every connection.
 struct Deliveries {
-    /// Send time bounds (ns since the epoch) of the ticks that count.
-    from_ns: u64,
-    until_ns: u64,
+    /// The window: ticks sent (ns since the epoch) from `from_ns` for
+    /// `length_ns` count; `from_ns` is u64::MAX until every connection is open.
+    from_ns: AtomicU64,
+    length_ns: u64,
     latency_us: Mutex<Histogram<u64>>,
     first_seq: AtomicU64,
     last_seq: AtomicU64,
 }
 
 async fn fanout(a: FanoutArgs) -> anyhow::Result<()> {
-    let conns = open(&a.url, a.connections).await?;
-    // A second for the ticks queued while the connections opened to drain.
-    let from_ns = now_ns() + 1_000_000_000;
-    let until_ns = from_ns + (a.duration * 1e9) as u64;
     let d = Arc::new(Deliveries {
-        from_ns,
-        until_ns,
+        from_ns: AtomicU64::new(u64::MAX),
+        length_ns: (a.duration * 1e9) as u64,
         latency_us: Mutex::new(histogram()),
         first_seq: AtomicU64::new(u64::MAX),
         last_seq: AtomicU64::new(0),
     });
-    let tasks: Vec<_> = conns.into_iter().map(|ws| tokio::spawn(listen(ws, d.clone()))).collect();
+    // Each connection is read from the moment it opens, so that ticks do
+    // not pile up unread while the others open.
+    let tasks = open(&a.url, a.connections, |ws| tokio::spawn(listen(ws, d.clone()))).await?;
+    // A second for the ticks in flight to drain before the window.
+    d.from_ns.store(now_ns() + 1_000_000_000, Relaxed);
     // Each listener returns at the first tick sent after the window; one
     // still waiting 5 s later lost its copies or its connection.
     let give_up = tokio::time::Instant::now() + Duration::from_secs_f64(a.duration + 6.0);
@@ -252,10 +251,11 @@ async fn listen(mut ws: Ws, d: Arc<Deliveries>) -> anyhow::Result<()> {
         let Message::Text(text) = next? else { continue };
         let now = now_ns();
         let (seq, sent) = parse_tick(&text).with_context(|| format!("not a tick: {text:?}"))?;
-        if sent >= d.until_ns {
+        let from = d.from_ns.load(Relaxed);
+        if sent >= from.saturating_add(d.length_ns) {
             return Ok(());
         }
-        if sent >= d.from_ns {
+        if sent >= from {
             d.latency_us
                 .lock()
                 .expect("no listener panicked")
