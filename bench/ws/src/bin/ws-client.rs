@@ -12,8 +12,10 @@
 //!     Opens N connections to URL (all get the same ticks), then for S
 //!     seconds records each tick's delivery latency on each connection (now
 //!     minus the send time the tick carries). Last line:
-//!     `fanout: connections=N ticks=T delivered=D expected=E p50_ms=X p99_ms=X max_ms=X`
-//!     (expected: ticks seen × N; fewer delivered means lost or late copies).
+//!     `fanout: connections=N ticks=T delivered=D expected=E closed=C late=L p50_ms=X p99_ms=X max_ms=X`
+//!     (expected: ticks seen × N; fewer delivered means lost or late copies;
+//!     closed: connections that failed; late: still without the window's
+//!     end 5 s after it).
 //!
 //! One thread (a current-thread runtime), so the client costs the same
 //! whichever server it measures.
@@ -212,20 +214,20 @@ async fn fanout(a: FanoutArgs) -> anyhow::Result<()> {
     // A second for the ticks in flight to drain before the window.
     d.from_ns.store(now_ns() + 1_000_000_000, Relaxed);
     // Each listener returns at the first tick sent after the window; one
-    // still waiting 5 s later lost its copies or its connection.
+    // still waiting 5 s later is late (its copies lag, or were lost).
     let give_up = tokio::time::Instant::now() + Duration::from_secs_f64(a.duration + 6.0);
-    let mut failed = 0;
+    let (mut closed, mut late) = (0, 0);
     for t in tasks {
         match tokio::time::timeout_at(give_up, t).await {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(e))) => {
-                if failed == 0 {
+                if closed == 0 {
                     eprintln!("  first failed connection: {e:#}");
                 }
-                failed += 1;
+                closed += 1;
             }
             Ok(Err(e)) => return Err(e.into()),
-            Err(_) => failed += 1,
+            Err(_) => late += 1,
         }
     }
     let h = d.latency_us.lock().expect("no listener panicked");
@@ -233,7 +235,7 @@ async fn fanout(a: FanoutArgs) -> anyhow::Result<()> {
     let ticks = if first <= last { last - first + 1 } else { 0 };
     let ms = |us: u64| us as f64 / 1000.0;
     println!(
-        "fanout: connections={} ticks={ticks} delivered={} expected={} failed={failed} p50_ms={:.2} p99_ms={:.2} max_ms={:.2}",
+        "fanout: connections={} ticks={ticks} delivered={} expected={} closed={closed} late={late} p50_ms={:.2} p99_ms={:.2} max_ms={:.2}",
         a.connections,
         h.len(),
         ticks * a.connections as u64,
