@@ -1,0 +1,270 @@
+//! ws-client: the load of bench/websocket, the same for the bare server and
+//! the gateway.
+//!
+//!   ws-client echo --url URL --connections N --window W --size B --warmup S --duration S
+//!     N connections, each keeping W text messages of B bytes in flight
+//!     (closed loop: an answer sends the next message). Counts the answers
+//!     that arrive during the measured seconds and times each (round trip
+//!     from its own send). Last line:
+//!     `echo: connections=N window=W msgs_per_s=X p50_us=X p99_us=X max_us=X`
+//!
+//!   ws-client fanout --url URL --connections N --duration S
+//!     Opens N connections to URL (all get the same ticks), then for S
+//!     seconds records each tick's delivery latency on each connection (now
+//!     minus the send time the tick carries). Last line:
+//!     `fanout: connections=N ticks=T delivered=D expected=E closed=C late=L p50_ms=X p99_ms=X max_ms=X`
+//!     (expected: ticks seen × N; fewer delivered means lost or late copies;
+//!     closed: connections that failed; late: still without the window's
+//!     end 5 s after it).
+//!
+//! One thread (a current-thread runtime), so the client costs the same
+//! whichever server it measures.
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+use futures_util::{stream, FutureExt, SinkExt, StreamExt};
+use hdrhistogram::Histogram;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use ws_bench::{now_ns, parse_tick};
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Connections opened at once: more would overflow the server's listen backlog.
+const OPENING: usize = 256;
+/// Latency range recorded: 1 µs to 60 s, 3 significant digits.
+const MAX_US: u64 = 60_000_000;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    Echo(EchoArgs),
+    Fanout(FanoutArgs),
+}
+
+#[derive(Args)]
+struct EchoArgs {
+    #[arg(long)]
+    url: String,
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    #[arg(long, default_value_t = 8)]
+    window: usize,
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+}
+
+#[derive(Args)]
+struct FanoutArgs {
+    #[arg(long)]
+    url: String,
+    #[arg(long, default_value_t = 10_000)]
+    connections: usize,
+    #[arg(long, default_value_t = 30.0)]
+    duration: f64,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        match cli.cmd {
+            Cmd::Echo(a) => echo(a).await,
+            Cmd::Fanout(a) => fanout(a).await,
+        }
+    })
+}
+
+/// Opens `n` connections, `OPENING` at a time, handing each to `each` as
+/// soon as it is open.
+async fn open<T>(url: &str, n: usize, mut each: impl FnMut(Ws) -> T) -> anyhow::Result<Vec<T>> {
+    let started = Instant::now();
+    let mut opened = Vec::with_capacity(n);
+    let mut connecting = stream::iter(0..n)
+        .map(|_| tokio_tungstenite::connect_async_with_config(url, None, true))
+        .buffer_unordered(OPENING);
+    while let Some(result) = connecting.next().await {
+        let (ws, _) = result.with_context(|| format!("opening connection {} of {n} to {url}", opened.len() + 1))?;
+        opened.push(each(ws));
+    }
+    eprintln!("  {n} connections open in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(opened)
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+}
+
+fn micros(d: Duration) -> u64 {
+    (d.as_micros() as u64).max(1)
+}
+
+// --- echo -----------------------------------------------------------------
+
+async fn echo(a: EchoArgs) -> anyhow::Result<()> {
+    let conns = open(&a.url, a.connections, |ws| ws).await?;
+    // One message, shared: each send clones a reference, not the bytes.
+    let payload = Message::Text(Utf8Bytes::from("x".repeat(a.size)));
+    let measured_from = Instant::now() + Duration::from_secs_f64(a.warmup);
+    let until = measured_from + Duration::from_secs_f64(a.duration);
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|ws| tokio::spawn(keep_window(ws, a.window, payload.clone(), a.size, measured_from, until)))
+        .collect();
+    let mut all = histogram();
+    for t in tasks {
+        all.add(t.await??)?;
+    }
+    println!(
+        "echo: connections={} window={} msgs_per_s={:.0} p50_us={} p99_us={} max_us={}",
+        a.connections,
+        a.window,
+        all.len() as f64 / a.duration,
+        all.value_at_quantile(0.5),
+        all.value_at_quantile(0.99),
+        all.max()
+    );
+    Ok(())
+}
+
+/// Keeps `window` messages in flight on one connection until `until`, then
+/// waits for the last answers. Answers arriving in [`from`, `until`] are
+/// counted and timed. Writes are flushed once no further answer is already
+/// read, so a burst of answers is followed by one write of as many messages.
+async fn keep_window(
+    mut ws: Ws,
+    window: usize,
+    payload: Message,
+    size: usize,
+    from: Instant,
+    until: Instant,
+) -> anyhow::Result<Histogram<u64>> {
+    let mut hist = histogram();
+    let mut sent_at = VecDeque::with_capacity(window);
+    for _ in 0..window {
+        ws.feed(payload.clone()).await?;
+        sent_at.push_back(Instant::now());
+    }
+    while let Some(&sent) = sent_at.front() {
+        let next = match ws.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                ws.flush().await?;
+                ws.next().await
+            }
+        };
+        match next.context("the server closed the connection")?? {
+            Message::Text(t) if t.len() == size => {}
+            Message::Binary(b) if b.len() == size => {}
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => bail!("unexpected answer: {other:?}"),
+        }
+        sent_at.pop_front();
+        let now = Instant::now();
+        if now >= from && now <= until {
+            hist.saturating_record(micros(now - sent));
+        }
+        if now < until {
+            ws.feed(payload.clone()).await?;
+            sent_at.push_back(now);
+        }
+    }
+    // The connection ends with the process: no close handshake to time.
+    Ok(hist)
+}
+
+// --- fan-out --------------------------------------------------------------
+
+/// Deliveries of ticks sent during the measured window, from every connection.
+struct Deliveries {
+    /// The window: ticks sent (ns since the epoch) from `from_ns` for
+    /// `length_ns` count; `from_ns` is u64::MAX until every connection is open.
+    from_ns: AtomicU64,
+    length_ns: u64,
+    latency_us: Mutex<Histogram<u64>>,
+    first_seq: AtomicU64,
+    last_seq: AtomicU64,
+}
+
+async fn fanout(a: FanoutArgs) -> anyhow::Result<()> {
+    let d = Arc::new(Deliveries {
+        from_ns: AtomicU64::new(u64::MAX),
+        length_ns: (a.duration * 1e9) as u64,
+        latency_us: Mutex::new(histogram()),
+        first_seq: AtomicU64::new(u64::MAX),
+        last_seq: AtomicU64::new(0),
+    });
+    // Each connection is read from the moment it opens, so that ticks do
+    // not pile up unread while the others open.
+    let tasks = open(&a.url, a.connections, |ws| tokio::spawn(listen(ws, d.clone()))).await?;
+    // A second for the ticks in flight to drain before the window.
+    d.from_ns.store(now_ns() + 1_000_000_000, Relaxed);
+    // Each listener returns at the first tick sent after the window; one
+    // still waiting 5 s later is late (its copies lag, or were lost).
+    let give_up = tokio::time::Instant::now() + Duration::from_secs_f64(a.duration + 6.0);
+    let (mut closed, mut late) = (0, 0);
+    for t in tasks {
+        match tokio::time::timeout_at(give_up, t).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => {
+                if closed == 0 {
+                    eprintln!("  first failed connection: {e:#}");
+                }
+                closed += 1;
+            }
+            Ok(Err(e)) => return Err(e.into()),
+            Err(_) => late += 1,
+        }
+    }
+    let h = d.latency_us.lock().expect("no listener panicked");
+    let (first, last) = (d.first_seq.load(Relaxed), d.last_seq.load(Relaxed));
+    let ticks = if first <= last { last - first + 1 } else { 0 };
+    let ms = |us: u64| us as f64 / 1000.0;
+    println!(
+        "fanout: connections={} ticks={ticks} delivered={} expected={} closed={closed} late={late} p50_ms={:.2} p99_ms={:.2} max_ms={:.2}",
+        a.connections,
+        h.len(),
+        ticks * a.connections as u64,
+        ms(h.value_at_quantile(0.5)),
+        ms(h.value_at_quantile(0.99)),
+        ms(h.max())
+    );
+    Ok(())
+}
+
+/// Records the delivery latency of each tick sent in the window; returns at
+/// the first tick sent after it.
+async fn listen(mut ws: Ws, d: Arc<Deliveries>) -> anyhow::Result<()> {
+    while let Some(next) = ws.next().await {
+        let Message::Text(text) = next? else { continue };
+        let now = now_ns();
+        let (seq, sent) = parse_tick(&text).with_context(|| format!("not a tick: {text:?}"))?;
+        let from = d.from_ns.load(Relaxed);
+        if sent >= from.saturating_add(d.length_ns) {
+            return Ok(());
+        }
+        if sent >= from {
+            d.latency_us
+                .lock()
+                .expect("no listener panicked")
+                .saturating_record((now.saturating_sub(sent) / 1000).max(1));
+            d.first_seq.fetch_min(seq, Relaxed);
+            d.last_seq.fetch_max(seq, Relaxed);
+        }
+    }
+    bail!("the server closed the connection")
+}
