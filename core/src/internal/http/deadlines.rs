@@ -136,6 +136,18 @@ impl Deadlines {
         .await
     }
 
+    /// The connection's one timer, first due when the first head is (or
+    /// sooner: see `next`).
+    pub fn timer(&self) -> Sleep {
+        tokio::time::sleep_until(self.epoch + self.period())
+    }
+
+    /// The longest the timer waits: a request that starts while it waits
+    /// is still due for its answer after it fires.
+    fn period(&self) -> Duration {
+        self.timeouts.head.min(self.timeouts.answer)
+    }
+
     /// The next event of the connection: `Idle` (only if `park`) once a
     /// request was served and its response written, `HeadExpired` when a
     /// head is overdue. Meanwhile marks requests past their answer deadline
@@ -158,13 +170,15 @@ impl Deadlines {
                 if deadline <= now {
                     return Poll::Ready(Event::HeadExpired);
                 }
-                deadline
+                // A request may start before the timer fires again, and
+                // its answer deadline must not come before that.
+                deadline.min(now + self.timeouts.answer)
             } else {
                 let deadline = self.at(since) + self.timeouts.answer;
                 if deadline <= now {
                     self.overdue.store(true, Relaxed);
                     self.waiter.wake();
-                    now + self.timeouts.head // the gateway answers 504 at once; look again later
+                    now + self.period() // the gateway answers 504 at once; look again later
                 } else {
                     deadline
                 }

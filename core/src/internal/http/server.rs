@@ -137,7 +137,7 @@ impl Connection {
         });
         let mut io = Rewind::new(Watched::new(Stamped::new(stream, watch.clone()), self.framing));
         // The connection's one timer (deadlines.rs), for its whole life.
-        let sleep = tokio::time::sleep(self.timeouts.head);
+        let sleep = watch.timer();
         tokio::pin!(sleep);
         let expired =
             || tracing::debug!("http: connection from {remote} closed: no request head within the header timeout");

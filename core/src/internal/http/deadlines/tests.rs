@@ -17,7 +17,7 @@ fn deadlines() -> Arc<Deadlines> {
 /// How long until `next` sees the head expire, on the paused clock.
 async fn time_to_expiry(d: &Deadlines) -> Duration {
     let start = Instant::now();
-    let sleep = tokio::time::sleep(HEAD);
+    let sleep = d.timer();
     tokio::pin!(sleep);
     assert_eq!(d.next(sleep, false).await, Event::HeadExpired);
     start.elapsed()
@@ -94,7 +94,7 @@ async fn writes_of_a_response_push_the_wait_for_the_next_head() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn idle_once_a_request_was_served_and_its_response_written() {
     let d = deadlines();
-    let sleep = tokio::time::sleep(HEAD);
+    let sleep = d.timer();
     tokio::pin!(sleep);
     let (mut client, server) = tokio::io::duplex(4);
     let mut stamped = Stamped::new(server, d.clone());
