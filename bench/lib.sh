@@ -143,3 +143,73 @@ spread_line() {
 
 # unsettled: true when the numbers on stdin are unsettled.
 unsettled() { [ "$(spread | cut -d' ' -f6)" = unsettled ]; }
+
+# --- The http_req example in every language ------------------------------
+# http_req_launch LANG: the [[service]] lines that start that language's
+# http_req example (as in examples/cumulo.toml); fails when the language is
+# not built here (bash scripts/setup.sh). Needs `root` (the checkout).
+http_req_launch() {
+    local ex=$root/examples/http_req
+    case "$1" in
+        rust) [ -x "$root/target/release/http_req" ] && echo "path = \"$root/target/release/http_req\"" ;;
+        # Written against CloudI's own APIs, run unchanged (docs/CLOUDI.md).
+        rust_cloudi)
+            [ -x "$root/target/release/http_req_cloudi" ] &&
+                printf 'path = "%s"\nprotocol = "cloudi"\n' "$root/target/release/http_req_cloudi" ;;
+        python_cloudi)
+            "$root/sdk/python/.venv/bin/python" -c 'import cloudi' 2>/dev/null &&
+                printf 'path = "%s"\nargs = ["%s"]\nprotocol = "cloudi"\n' "$root/sdk/python/.venv/bin/python" "$ex/$1/http_req.py" ;;
+        javascript_cloudi)
+            command -v node >/dev/null && [ -d "$ex/$1/node_modules/cloudi" ] &&
+                printf 'path = "node"\nargs = ["%s"]\nprotocol = "cloudi"\n' "$ex/$1/http_req.js" ;;
+        c | cpp) [ -x "$ex/$1/build/http_req" ] && echo "path = \"$ex/$1/build/http_req\"" ;;
+        python | python_c)
+            [ -x "$root/sdk/python/.venv/bin/python" ] &&
+                printf 'path = "%s"\nargs = ["%s"]\n' "$root/sdk/python/.venv/bin/python" "$ex/$1/http_req.py" ;;
+        go) [ -x "$ex/go/.bin/http_req" ] && echo "path = \"$ex/go/.bin/http_req\"" ;;
+        java)
+            ls "$root"/sdk/java/target/cumulo-*.jar >/dev/null 2>&1 && command -v java >/dev/null &&
+                printf 'path = "sh"\nargs = ["%s"]\n' "$ex/java/run.sh" ;;
+        javascript) command -v node >/dev/null && printf 'path = "node"\nargs = ["%s"]\n' "$ex/javascript/http_req.mjs" ;;
+        ruby) command -v ruby >/dev/null && printf 'path = "ruby"\nargs = ["%s"]\n' "$ex/ruby/http_req.rb" ;;
+        php) command -v php >/dev/null && printf 'path = "php"\nargs = ["%s"]\n' "$ex/php/http_req.php" ;;
+        perl) command -v perl >/dev/null && printf 'path = "perl"\nargs = ["%s"]\n' "$ex/perl/http_req.pl" ;;
+        haskell) [ -x "$ex/haskell/.bin/http_req" ] && echo "path = \"$ex/haskell/.bin/http_req\"" ;;
+        erlang)
+            [ -f "$ex/erlang/ebin/http_req.beam" ] && command -v erl >/dev/null &&
+                printf 'path = "sh"\nargs = ["%s"]\n' "$ex/erlang/run.sh" ;;
+        ocaml) [ -x "$ex/ocaml/_build/default/http_req.exe" ] && echo "path = \"$ex/ocaml/_build/default/http_req.exe\"" ;;
+        ats2) [ -x "$ex/ats2/build/http_req" ] && echo "path = \"$ex/ats2/build/http_req\"" ;;
+        *) return 1 ;;
+    esac
+}
+
+# http_req_service LANG PROCESSES THREADS WINDOW: the whole [[service]]
+# block of that language's http_req (prefix /tests/http_req/); WINDOW is
+# HTTP_REQ_WINDOW, the requests the core may deliver to an instance at once.
+# The Python row is the pure-Python SDK; Python/C the same handler on its C
+# extension. Fails like http_req_launch.
+http_req_service() {
+    local lines pure=0
+    lines=$(http_req_launch "$1") || return 1
+    [ "$1" = python ] && pure=1
+    printf '[[service]]\nprefix = "/tests/http_req/"\n%s\ncount_process = %s\ncount_thread = %s\ntimeout_init = 60000\n' \
+        "$lines" "$2" "$3"
+    echo "env = { HTTP_REQ_WINDOW = \"$4\", CUMULO_PURE_PYTHON = \"$pure\" }"
+}
+
+# http_req_windowed LANG: the language's example reads HTTP_REQ_WINDOW (its
+# SDK may take several requests at once).
+http_req_windowed() {
+    case "$1" in rust | c | ats2 | erlang | haskell | javascript | ocaml | python | python_c) return 0 ;; *) return 1 ;; esac
+}
+
+# http_req_label LANG: the language's name in a report (python_c: Python/C).
+http_req_label() {
+    case "$1" in
+        rust) echo Rust ;; rust_cloudi) echo Rust/CloudI ;; python_cloudi) echo Python/CloudI ;; c) echo C ;; cpp) echo C++ ;;
+        python) echo Python ;; python_c) echo Python/C ;; go) echo Go ;; java) echo Java ;; javascript) echo JavaScript ;;
+        javascript_cloudi) echo JavaScript/CloudI ;; ruby) echo Ruby ;; php) echo PHP ;; perl) echo Perl ;;
+        erlang) echo Erlang ;; ocaml) echo OCaml ;; haskell) echo Haskell ;; ats2) echo ATS2 ;; *) echo "$1" ;;
+    esac
+}

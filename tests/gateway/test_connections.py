@@ -120,3 +120,102 @@ def test_http_1_0(cloud):
             assert f.read() == b""  # closed after the answer: no keep-alive asked
     assert (r.status, r.body) == (200, b"x\x001\x00")
     assert r.header("http_version") == "HTTP/1.0"
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_header_timeout(cloud):
+    with connect(cloud.port) as s:
+        started = None
+        with s.makefile("rb") as f:
+            for i in range(3):
+                s.sendall(b"GET /tests/http_req/rust.xml?value=%d HTTP/1.1\r\nHost: t\r\n\r\n" % i)
+                r = read_response(f)
+                assert (r.status, r.body) == (200, xml(i))
+                started = time.monotonic()
+                time.sleep(HEADER_TIMEOUT_MS / 1000 / 2)  # idle for less than the timeout: kept
+            # The idle time counts from the last answer, not from the first request.
+            readable, _, _ = select.select([s], [], [], 5)
+            assert readable
+            try:
+                assert s.recv(1) == b""
+            except ConnectionResetError:
+                pass
+            idle = time.monotonic() - started
+    assert HEADER_TIMEOUT_MS / 1000 - 0.1 <= idle < HEADER_TIMEOUT_MS / 1000 + 1.0, idle
+
+
+def rss_kb(pid: int) -> int:
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+IDLE_CONNECTIONS = 2000
+# What an idle keep-alive connection may cost the core, resident, once it has
+# served a request (docs/GATEWAY.md, "Many idle connections"): measured
+# about 4 KB; the bound leaves room for allocator and kernel noise.
+MAX_KB_PER_IDLE_CONNECTION = 8
+
+
+def test_idle_keep_alive_connections_cost_little_memory(built, tmp_path):
+    import resource
+
+    from conftest import Core, free_port
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < IDLE_CONNECTIONS + 200:
+        raise AssertionError("ulimit -Hn is %d: the test needs %d descriptors" % (hard, IDLE_CONNECTIONS + 200))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, IDLE_CONNECTIONS + 200), hard))
+    port = free_port()
+    core = Core(
+        f"""
+[core]
+socket = "{tmp_path}/cumulo.sock"
+
+[[service]]
+prefix = "/"
+internal = "http"
+[service.settings]
+port = {port}
+max_connections = {IDLE_CONNECTIONS + 100}
+header_timeout_ms = 120000
+
+[[service]]
+prefix = "/echo/"
+internal = "echo"
+""",
+        tmp_path,
+    )
+    sockets = []
+    try:
+        core.wait_served(port, ["/echo/ready"])
+
+        def open_and_use(n: int) -> None:
+            for _ in range(n):
+                s = connect(port)
+                s.sendall(b"GET /echo/x?a=1 HTTP/1.1\r\nHost: t\r\n\r\n")
+                sockets.append(s)
+            for s in sockets[-n:]:
+                data = b""
+                while not data.endswith(b"a\x001\x00"):
+                    chunk = s.recv(4096)
+                    assert chunk, "closed before the answer"
+                    data += chunk
+
+        # A first batch warms the allocator and the core's tables up.
+        open_and_use(200)
+        time.sleep(0.5)
+        before = rss_kb(core.proc.pid)
+        open_and_use(IDLE_CONNECTIONS - 200)
+        time.sleep(0.5)
+        grown = rss_kb(core.proc.pid) - before
+        per_connection = grown / (IDLE_CONNECTIONS - 200)
+        print("core RSS: %d KB before, +%d KB for %d idle connections: %.1f KB each"
+              % (before, grown, IDLE_CONNECTIONS - 200, per_connection))
+        assert per_connection <= MAX_KB_PER_IDLE_CONNECTION, per_connection
+        # Every connection is still open and served.
+        for s in sockets[::97]:
+            s.sendall(b"GET /echo/y?b=2 HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert b"b\x002\x00" in s.recv(4096)
+    finally:
+        for s in sockets:
+            s.close()
+        core.stop()

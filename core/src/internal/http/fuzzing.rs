@@ -7,7 +7,7 @@ use super::gateway::Gateway;
 use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
 use super::response::from_service;
-use super::server::{builder, framing_limits, Connection};
+use super::server::{builder, framing_limits, timeouts, Connection};
 use super::settings::Settings;
 use crate::instance::Response;
 use crate::internal::InternalApi;
@@ -74,7 +74,13 @@ where
     let s = Settings::from_settings(settings)?;
     let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|(_, m)| m)?;
     let gateway = Rc::new(Gateway::new(api, &s, None));
-    let conn = Connection { gateway, http: builder(&s), framing: framing_limits(&s), open: Rc::new(Cell::new(1)) };
+    let conn = Connection {
+        gateway,
+        http: builder(&s),
+        framing: framing_limits(&s),
+        timeouts: timeouts(&s),
+        open: Rc::new(Cell::new(1)),
+    };
     conn.serve(stream, "127.0.0.1:1".into(), CancellationToken::new()).await;
     Ok(())
 }

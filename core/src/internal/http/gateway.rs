@@ -3,6 +3,7 @@
 //! HTTP response. Every path ends in a response; none waits forever.
 
 use super::access_log::{AccessLog, Entry};
+use super::deadlines::Deadlines;
 use super::framing::is_oversized_chunk;
 use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 /// Extra time past `timeout_ms` before the gateway stops waiting on its own.
 /// The core always answers a request by its deadline (TIMEOUT at worst);
 /// this only guarantees that no HTTP client can hang if that ever failed.
-const SAFETY_MARGIN: Duration = Duration::from_secs(1);
+pub const SAFETY_MARGIN: Duration = Duration::from_secs(1);
 
 pub struct Gateway {
     api: InternalApi,
@@ -85,7 +86,9 @@ impl Gateway {
     }
 
     /// `remote` is the client's `ip:port`, formatted once per connection.
-    pub async fn handle(&self, req: Request<Incoming>, remote: &Rc<str>) -> HttpResponse {
+    /// `deadlines` tells when the request is past its answer time (the
+    /// connection's timer, deadlines.rs).
+    pub async fn handle(&self, req: Request<Incoming>, remote: &Rc<str>, deadlines: &Deadlines) -> HttpResponse {
         if let Some(ws) = &self.websockets {
             if let Some(path) = ws.accepts(&req) {
                 let resp = ws.upgrade(&self.api, path, req, remote);
@@ -106,7 +109,9 @@ impl Gateway {
             plain_and_close(StatusCode::URI_TOO_LONG, text)
         } else {
             match self.payload(&parts, body).await {
-                Ok(payload) => self.call(&name, &request_info(&parts, remote, &self.headers), &payload).await,
+                Ok(payload) => {
+                    self.call(&name, &request_info(&parts, remote, &self.headers), &payload, deadlines).await
+                }
                 Err(refused) => refused,
             }
         };
@@ -153,11 +158,12 @@ impl Gateway {
         }
     }
 
-    async fn call(&self, name: &str, info: &[u8], payload: &[u8]) -> HttpResponse {
-        let limit = Duration::from_millis(self.send.timeout_ms as u64) + SAFETY_MARGIN;
-        match tokio::time::timeout(limit, self.api.send_sync(name, info, payload, self.send)).await {
-            Ok(answer) => from_service(answer, name),
-            Err(_) => plain(
+    async fn call(&self, name: &str, info: &[u8], payload: &[u8], deadlines: &Deadlines) -> HttpResponse {
+        deadlines.answer_from_now(); // the time taken by a body is not the service's
+        tokio::select! {
+            biased;
+            answer = self.api.send_sync(name, info, payload, self.send) => from_service(answer, name),
+            () = deadlines.overdue() => plain(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!("gateway timeout: no answer for '{name}' within {} ms\n", self.send.timeout_ms),
             ),

@@ -9,10 +9,12 @@
 //! instead of a gateway that silently never answers.
 
 mod access_log;
+mod deadlines;
 mod framing;
 pub mod fuzzing;
 mod gateway;
 mod names;
+mod park;
 mod request;
 mod response;
 mod server;

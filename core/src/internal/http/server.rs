@@ -3,8 +3,10 @@
 //! task of its own on the core's thread: hyper's http1 connection accepts
 //! services that are not Send, so the gateway calls the core directly.
 
+use super::deadlines::{Deadlines, Event, Guarded, Stamped, Timeouts};
 use super::framing::{Limits, Watched};
-use super::gateway::Gateway;
+use super::gateway::{Gateway, SAFETY_MARGIN};
+use super::park::Rewind;
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
 use crate::log_throttle::Throttle;
 use hyper::server::conn::http1;
@@ -55,6 +57,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                     gateway: gateway.clone(),
                     http: http.clone(),
                     framing: framing_limits(&settings),
+                    timeouts: timeouts(&settings),
                     open: open.clone(),
                 };
                 tokio::task::spawn_local(conn.serve(stream, remote.to_string(), stopping.clone()));
@@ -72,15 +75,22 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
 pub(super) fn builder(s: &Settings) -> http1::Builder {
     let mut b = http1::Builder::new();
     b.timer(TokioTimer::new())
-        // Bounds both a slow request head (slowloris) and an idle
-        // keep-alive connection waiting for its next request.
-        .header_read_timeout(Duration::from_millis(s.header_timeout_ms))
+        // The head timeout is the connection's own (deadlines.rs): hyper's
+        // would arm a timer per request.
+        .header_read_timeout(None)
         .keep_alive(s.keepalive)
         .max_header_size(s.max_header_size);
     if s.max_headers != HYPER_DEFAULT_MAX_HEADERS {
         b.max_headers(s.max_headers);
     }
     b
+}
+
+pub(super) fn timeouts(s: &Settings) -> Timeouts {
+    Timeouts {
+        head: Duration::from_millis(s.header_timeout_ms),
+        answer: Duration::from_millis(s.timeout_ms as u64) + SAFETY_MARGIN,
+    }
 }
 
 pub(super) fn framing_limits(s: &Settings) -> Limits {
@@ -99,6 +109,8 @@ pub(super) struct Connection {
     pub http: http1::Builder,
     /// What the framing watch refuses (framing.rs).
     pub framing: Limits,
+    /// The head and answer deadlines (deadlines.rs).
+    pub timeouts: Timeouts,
     /// Open connections, decremented when this one is dropped.
     pub open: Rc<Cell<usize>>,
 }
@@ -113,24 +125,64 @@ impl Connection {
     {
         let gateway = self.gateway.clone();
         let client: Rc<str> = Rc::from(remote.as_str());
+        let deadlines = Deadlines::new(self.timeouts);
+        let watch = deadlines.clone();
         let service = service_fn(move |req| {
-            let (gateway, client) = (gateway.clone(), client.clone());
-            async move { Ok::<_, Infallible>(gateway.handle(req, &client).await) }
-        });
-        let conn =
-            self.http.serve_connection(TokioIo::new(Watched::new(stream, self.framing)), service).with_upgrades();
-        tokio::pin!(conn);
-        let result = tokio::select! {
-            r = conn.as_mut() => r,
-            _ = stopping.cancelled() => {
-                conn.as_mut().graceful_shutdown();
-                conn.await
+            let (gateway, client, deadlines) = (gateway.clone(), client.clone(), deadlines.clone());
+            async move {
+                let serving = deadlines.serving();
+                let response = gateway.handle(req, &client, &deadlines).await;
+                Ok::<_, Infallible>(response.map(|body| Guarded::new(body, serving)))
             }
-        };
-        // Client resets, header timeouts and parse errors end up here; they
-        // are the client's business, not worth a line at the default level.
-        if let Err(e) = result {
-            tracing::debug!("http: connection from {remote} ended: {e}");
+        });
+        let mut io = Rewind::new(Watched::new(Stamped::new(stream, watch.clone()), self.framing));
+        // The connection's one timer (deadlines.rs), for its whole life.
+        let sleep = watch.timer();
+        tokio::pin!(sleep);
+        let expired =
+            || tracing::debug!("http: connection from {remote} closed: no request head within the header timeout");
+        loop {
+            // Parked (park.rs): no hyper connection until bytes arrive.
+            tokio::select! {
+                biased;
+                r = io.fill() => match r {
+                    Ok(0) | Err(_) => return, // closed by the client, or reset
+                    Ok(_) => {}
+                },
+                _ = watch.next(sleep.as_mut(), false) => return expired(),
+                () = stopping.cancelled() => return,
+            }
+            // Boxed: the task of a parked connection keeps no room for it.
+            let mut conn = Box::new(self.http.serve_connection(TokioIo::new(io), service.clone()).with_upgrades());
+            let result = tokio::select! {
+                biased;
+                r = &mut *conn => r,
+                event = watch.next(sleep.as_mut(), true) => match event {
+                    Event::HeadExpired => return expired(),
+                    Event::Idle => match conn.into_parts() {
+                        Some(parts) => {
+                            io = parts.io.into_inner();
+                            io.unread(parts.read_buf);
+                            continue;
+                        }
+                        None => return, // upgraded: the connection is the WebSocket's now
+                    },
+                },
+                // The request in progress is finished, then the connection closed.
+                () = stopping.cancelled() => {
+                    std::pin::Pin::new(&mut *conn).graceful_shutdown();
+                    tokio::select! {
+                        r = &mut *conn => r,
+                        _ = watch.next(sleep.as_mut(), false) => return expired(),
+                    }
+                }
+            };
+            // Client resets, parse errors and the like end up here; they are
+            // the client's business, not worth a line at the default level.
+            if let Err(e) = result {
+                tracing::debug!("http: connection from {remote} ended: {e}");
+            }
+            return;
         }
     }
 }
