@@ -170,6 +170,17 @@ pub enum Endpoint {
     /// Another node of the cloud (a pseudo-instance, src/cluster): the same
     /// REQUEST and RESPONSE frames as a socket's, published over NATS.
     Remote(Rc<Outbox>),
+    /// Another shard of this core (a pseudo-instance, src/shards): the same
+    /// frames, passed to that shard's thread over a channel.
+    Shard(Rc<Outbox>),
+}
+
+impl Endpoint {
+    /// A pseudo-instance standing for another node or another shard, not a
+    /// connection or an internal service of this shard.
+    pub fn is_pseudo(&self) -> bool {
+        matches!(self, Endpoint::Remote(_) | Endpoint::Shard(_))
+    }
 }
 
 /// A service's id: given in config order from 1, then to each service added

@@ -60,6 +60,9 @@ pub struct Registry {
     /// Subscriptions removed since memory was last given back.
     released: usize,
     last_trim: Option<Instant>,
+    /// Woken on every subscription change: the shards' replication task
+    /// (src/shards) waits on it instead of polling.
+    pub changed: Rc<tokio::sync::Notify>,
 }
 
 /// Each name's best wildcard pattern (or none), bounded in count and bytes.
@@ -95,6 +98,7 @@ impl Registry {
     /// Adds one subscription of `instance` to the full `pattern` (already
     /// validated). Returns the shared pattern string.
     pub fn subscribe(&mut self, full: &str, instance: InstanceId) -> Rc<str> {
+        self.changed.notify_one();
         if let Some(e) = self.entries.get_mut(full) {
             e.instances.push(instance);
             return e.pattern.clone();
@@ -124,6 +128,7 @@ impl Registry {
         let Some(i) = e.instances.iter().position(|&x| x == instance) else { return false };
         e.instances.remove(i);
         self.released += 1;
+        self.changed.notify_one();
         if e.instances.is_empty() {
             let wild = e.wild;
             self.entries.remove(full);

@@ -22,6 +22,7 @@ pub use http::fuzzing as http_fuzzing;
 /// Why a WebSocket connection ended (the admin API closes them).
 pub use http::websocket as http_websocket;
 pub use http::websocket::Table as WebSocketTable;
+pub use http::share_ports_across_shards;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -88,8 +88,9 @@ impl TestCore {
             let port = free_port();
             let token_line = token.map(|t| format!("token = \"{t}\"\n")).unwrap_or_default();
             let text = format!(
-                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
-                socket.display()
+                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\nthreads = {}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
+                socket.display(),
+                test_threads()
             );
             let config = dir.join("cumulo.toml");
             std::fs::write(&config, text).unwrap();
@@ -300,4 +301,10 @@ pub fn http_req_service(count_process: u32) -> String {
         "[[service]]\nprefix = \"/tests/http_req/\"\npath = {}\ncount_process = {count_process}\n",
         toml_str(&http_req())
     )
+}
+
+/// `core.threads` of the cores the tests start: `CUMULO_TEST_THREADS`, else 1
+/// (the test command runs the suites once with 1 and once with 2).
+pub fn test_threads() -> u32 {
+    std::env::var("CUMULO_TEST_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }

@@ -13,7 +13,6 @@ use crate::instance::Response;
 use crate::internal::InternalApi;
 use crate::state::Shared;
 use cumulo_proto::{Status, TransId};
-use std::cell::Cell;
 use std::rc::Rc;
 use tokio_util::sync::CancellationToken;
 
@@ -74,7 +73,12 @@ where
     let s = Settings::from_settings(settings)?;
     let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|(_, m)| m)?;
     let gateway = Rc::new(Gateway::new(api, &s, None));
-    let conn = Connection { gateway, http: builder(&s), framing: framing_limits(&s), open: Rc::new(Cell::new(1)) };
+    let conn = Connection {
+        gateway,
+        http: builder(&s),
+        framing: framing_limits(&s),
+        open: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1)),
+    };
     conn.serve(stream, "127.0.0.1:1".into(), CancellationToken::new()).await;
     Ok(())
 }

@@ -1,0 +1,264 @@
+//! Shards: the core on several threads (`core.threads`, docs/ARCHITECTURE.md).
+//!
+//! Each shard is a whole core on a thread of its own (a current-thread
+//! runtime): its instances, registry, requests in flight and timers, with
+//! no lock and no atomic on its routing path. The other shards are
+//! pseudo-instances in it (`Endpoint::Shard`), as other nodes of a cluster
+//! are (`Endpoint::Remote`): subscribed to a shard's patterns once per
+//! instance there, so routing chooses among this shard's instances and other
+//! shards with the same code, preferring this shard (`closest`). A request
+//! for another shard is the REQUEST frame a socket would get, written to
+//! that shard's pseudo-instance outbox; a writer task passes each batch to
+//! the shard over a bounded FIFO channel; the shard routes it as a request
+//! from its own pseudo-instance of the sender's shard, to an instance of its
+//! own (or on to another node, never to a third shard), and the RESPONSE
+//! comes back the same way. The sender's shard keeps the in-flight entry and
+//! the timer, as the sender's node does in a cluster.
+//!
+//! Subscriptions are replicated by broadcast: when a shard's registry
+//! changes, it sends its own subscriptions (pattern → instance count) with
+//! a generation number to every other shard, which applies the newest.
+//!
+//! - `thread`: the threads of shards 1.. and what runs on them (the HTTP
+//!   gateways of the config file);
+//! - `tests`: requests, multicast and forwards across two shards.
+
+pub mod thread;
+
+use crate::cluster::members::sync_subscriptions;
+use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
+use crate::instance::{Endpoint, Outbox};
+use crate::registry::InstanceId;
+use crate::state::{Core, ShardIndex, Shared};
+use ahash::AHashMap;
+use cumulo_proto::Frame;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Instant;
+use tokio::sync::{mpsc, Notify};
+
+/// Messages waiting in one shard's inbox at most (each a batch of frames or
+/// a subscription state): a shard that falls behind makes the writers of
+/// the others wait, and their frames gather in their pseudo-instances'
+/// outboxes, bounded by `core.max_outbox`.
+pub const INBOX_MESSAGES: usize = 1024;
+
+/// What one shard sends another.
+pub enum Message {
+    /// Frames routed to the receiving shard (REQUEST, RESPONSE), whole.
+    Frames(Vec<u8>),
+    /// The sender's own subscriptions (pattern → instance count); a newer
+    /// generation replaces what an older one said.
+    State { generation: u64, patterns: Vec<(String, u32)> },
+    /// The core stops.
+    Stop,
+}
+
+pub struct Envelope {
+    pub from: u32,
+    pub message: Message,
+}
+
+/// One shard's ends of the channels: its inbox, and a sender to every
+/// shard's inbox (its own included, unused).
+pub struct Ends {
+    pub index: u32,
+    pub inbox: mpsc::Receiver<Envelope>,
+    pub peers: Vec<mpsc::Sender<Envelope>>,
+}
+
+/// The channels between `count` shards, one `Ends` per shard.
+pub fn channels(count: u32) -> Vec<Ends> {
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..count).map(|_| mpsc::channel(INBOX_MESSAGES)).unzip();
+    rxs.into_iter().enumerate().map(|(i, inbox)| Ends { index: i as u32, inbox, peers: txs.clone() }).collect()
+}
+
+/// A shard's link to the others, once attached.
+pub struct Links {
+    pub index: u32,
+    peers: Vec<mpsc::Sender<Envelope>>,
+    /// Notified when another shard says the core stops (or all are gone).
+    stop: Rc<Notify>,
+    /// The pseudo-instance of each other shard in this core (0 for itself).
+    pub pseudo: Rc<Vec<InstanceId>>,
+}
+
+impl Links {
+    /// Tells every other shard that the core stops.
+    pub fn stop_others(&self) {
+        for (j, tx) in self.peers.iter().enumerate() {
+            if j as u32 != self.index {
+                let tx = tx.clone();
+                let from = self.index;
+                tokio::task::spawn_local(async move {
+                    let _ = tx.send(Envelope { from, message: Message::Stop }).await;
+                });
+            }
+        }
+    }
+
+    /// Returns when another shard said the core stops.
+    pub async fn stopped(&self) {
+        self.stop.notified().await
+    }
+}
+
+/// Makes `core` shard `ends.index` of `ends.peers.len()`: admits a
+/// pseudo-instance for every other shard and spawns the tasks that carry
+/// frames and subscriptions between them. Call on the shard's thread,
+/// inside its `LocalSet`, before anything else is admitted.
+pub fn attach(core: &Shared, ends: Ends) -> Links {
+    let Ends { index, inbox, peers } = ends;
+    let count = peers.len() as u32;
+    let mut pseudo = vec![0; peers.len()];
+    {
+        let mut c = core.borrow_mut();
+        c.set_shard(ShardIndex { index, count });
+        for (j, tx) in peers.iter().enumerate() {
+            if j as u32 == index {
+                continue;
+            }
+            // Requests from another shard are served here, closest first:
+            // by this shard's instances, else sent on to another node.
+            let options = Rc::new(ServiceOptions {
+                dest_refresh: DestRefresh::ImmediateClosest,
+                max_window: MAX_WINDOW,
+                ..ServiceOptions::default()
+            });
+            let outbox = Outbox::new(c.limits.max_outbox);
+            let id = c.admit_shard(format!("shard {j}"), options, Rc::default(), outbox.clone());
+            pseudo[j] = id;
+            tokio::task::spawn_local(writer(core.clone(), index, j as u32, id, outbox, tx.clone()));
+        }
+    }
+    let pseudo = Rc::new(pseudo);
+    let stop = Rc::new(Notify::new());
+    tokio::task::spawn_local(receiver(core.clone(), inbox, pseudo.clone(), stop.clone()));
+    tokio::task::spawn_local(replicate(core.clone(), index, peers.clone()));
+    Links { index, peers, stop, pseudo }
+}
+
+/// Passes what this shard routed to shard `to`, batch by batch, in order.
+async fn writer(core: Shared, me: u32, to: u32, id: InstanceId, outbox: Rc<Outbox>, tx: mpsc::Sender<Envelope>) {
+    let mut batch = Vec::new();
+    while outbox.next_batch(&mut batch).await {
+        let frames = std::mem::take(&mut batch);
+        if tx.send(Envelope { from: me, message: Message::Frames(frames) }).await.is_err() {
+            break; // that shard's thread has ended: the core is stopping
+        }
+    }
+    if outbox.overflowed.get() {
+        // Shard `to` is more than max_outbox behind: what is in flight there
+        // fails now (CRASHED) rather than at its timeout, and this shard
+        // routes to it no more.
+        let why = format!("shard {to} fell more than core.max_outbox behind");
+        tracing::error!("shard {me}: {why}: requests there fail and it is no longer routed to");
+        let mut c = core.borrow_mut();
+        c.now = Instant::now();
+        c.remove_instance(id, &why);
+    }
+}
+
+/// Serves what the other shards send this one.
+async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, pseudo: Rc<Vec<InstanceId>>, stop: Rc<Notify>) {
+    let mut applied: Vec<AHashMap<String, u32>> = vec![AHashMap::new(); pseudo.len()];
+    let mut generations = vec![0u64; pseudo.len()];
+    while let Some(Envelope { from, message }) = inbox.recv().await {
+        let Some(&id) = pseudo.get(from as usize).filter(|id| **id != 0) else { continue };
+        match message {
+            Message::Frames(frames) => {
+                let mut c = core.borrow_mut();
+                c.now = Instant::now();
+                take_frames(&mut c, id, &frames);
+            }
+            Message::State { generation, patterns } => {
+                let from = from as usize;
+                if generation <= generations[from] {
+                    continue;
+                }
+                generations[from] = generation;
+                let wanted: AHashMap<String, u32> = patterns.into_iter().collect();
+                let mut c = core.borrow_mut();
+                c.now = Instant::now();
+                if c.instances.contains_key(&id) {
+                    sync_subscriptions(&mut c, id, &mut applied[from], wanted, &format!("shard {from}"));
+                }
+            }
+            Message::Stop => stop.notify_one(),
+        }
+    }
+    stop.notify_one();
+}
+
+/// Frames from another shard (through its pseudo-instance `from`): REQUESTs
+/// to serve here, RESPONSEs to requests this shard sent there. They were
+/// encoded by this process, so a frame that does not decode is a bug: it is
+/// logged, and the rest of the batch dropped.
+pub fn take_frames(core: &mut Core, from: InstanceId, frames: &[u8]) {
+    let mut at = 0;
+    while let Ok(Some(n)) = cumulo_proto::next_frame_len(&frames[at..], u32::MAX) {
+        let frame = &frames[at + cumulo_proto::LEN_PREFIX..at + n];
+        at += n;
+        match cumulo_proto::decode(frame) {
+            Ok(Frame::Request(r)) => crate::cluster::accept_remote(core, from, &r),
+            Ok(Frame::Response(r)) => {
+                let _ = core.ret(from, &r);
+            }
+            Ok(other) => tracing::error!("shard: unexpected {} between shards ignored", other.type_name()),
+            Err(e) => {
+                tracing::error!("shard: undecodable frame between shards: {e}");
+                break;
+            }
+        }
+    }
+}
+
+/// Broadcasts this shard's own subscriptions to the others whenever they
+/// change (a burst of changes is one message).
+async fn replicate(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
+    let changed = core.borrow().registry.changed.clone();
+    let mut last = BTreeMap::new();
+    let mut generation = 0u64;
+    loop {
+        changed.notified().await;
+        // Let the rest of a burst (a service subscribing its patterns) land.
+        tokio::task::yield_now().await;
+        let now = own_subscriptions(&core.borrow());
+        if now == last {
+            continue;
+        }
+        generation += 1;
+        let patterns: Vec<(String, u32)> = now.iter().map(|(p, n)| (p.clone(), *n)).collect();
+        last = now;
+        for (j, tx) in peers.iter().enumerate() {
+            if j as u32 == me {
+                continue;
+            }
+            let message = Message::State { generation, patterns: patterns.clone() };
+            if tx.send(Envelope { from: me, message }).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// What this shard serves, as other shards route to it: its own instances'
+/// subscriptions and other nodes' (the cluster runs on shard 0), not the
+/// other shards' (a request crosses one shard boundary at most).
+pub fn own_subscriptions(core: &Core) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for e in core.registry.patterns() {
+        let n = e
+            .instances
+            .iter()
+            .filter(|id| core.instances.get(id).is_some_and(|i| !matches!(i.endpoint, Endpoint::Shard(_))))
+            .count() as u32;
+        if n > 0 {
+            out.insert(e.pattern.to_string(), n);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
