@@ -199,7 +199,7 @@ impl Core {
             Frame::Pong(_) => {}
             Frame::Goodbye => {
                 // No new requests for it; what it holds it may still return.
-                let subs = self.instances.get_mut(&id).map(|i| std::mem::take(&mut i.subscriptions));
+                let subs = self.instances.get_mut(&id).map(|i| i.subscriptions.take());
                 for p in subs.unwrap_or_default() {
                     self.registry.unsubscribe(&p, id);
                 }
@@ -267,9 +267,7 @@ impl Core {
             return Err((Status::InvalidArgument, format!("'{full}' is not subscribed by this instance")));
         }
         if let Some(inst) = self.instances.get_mut(&id) {
-            if let Some(i) = inst.subscriptions.iter().position(|p| **p == *full) {
-                inst.subscriptions.swap_remove(i);
-            }
+            inst.subscriptions.remove(&full);
         }
         Ok(())
     }

@@ -375,7 +375,7 @@ impl Core {
         if inst.endpoint.is_pseudo() {
             self.pseudo_instances -= 1;
         }
-        for p in &inst.subscriptions {
+        for p in inst.subscriptions.iter() {
             self.registry.unsubscribe(p, id);
         }
         if let Some(o) = &inst.origin {
@@ -568,7 +568,7 @@ impl Core {
                 continue;
             }
             inst.retiring = true;
-            for p in std::mem::take(&mut inst.subscriptions) {
+            for p in inst.subscriptions.take() {
                 self.registry.unsubscribe(&p, *id);
             }
             let m = inst.metrics.clone();

@@ -16,8 +16,13 @@
 //! the timer, as the sender's node does in a cluster.
 //!
 //! Subscriptions are replicated by broadcast: when a shard's registry
-//! changes, it sends its own subscriptions (pattern → instance count) with
-//! a generation number to every other shard, which applies the newest.
+//! changes, it sends the net change to its own subscriptions (pattern →
+//! count added or removed, the registry's `Journal`) to every other shard,
+//! whose pseudo-instance of it subscribes or unsubscribes as much. The
+//! channels are FIFO, so deltas apply in the order they were made; each
+//! carries a sequence number, and a gap (a bug) is logged. A burst of
+//! changes is one message, and a change costs the other shards work in
+//! proportion to it, not to the size of the registry.
 //!
 //! - `thread`: the threads of shards 1.. and what runs on them (the HTTP
 //!   gateways of the config file);
@@ -25,15 +30,13 @@
 
 pub mod thread;
 
-use crate::cluster::members::sync_subscriptions;
 use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
-use crate::instance::{Endpoint, Outbox};
+use crate::instance::Outbox;
 use crate::registry::InstanceId;
 use crate::state::{Core, ShardIndex, Shared};
-use ahash::AHashMap;
 use cumulo_proto::Frame;
-use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{mpsc, Notify};
 
@@ -47,9 +50,10 @@ pub const INBOX_MESSAGES: usize = 1024;
 pub enum Message {
     /// Frames routed to the receiving shard (REQUEST, RESPONSE), whole.
     Frames(Vec<u8>),
-    /// The sender's own subscriptions (pattern → instance count); a newer
-    /// generation replaces what an older one said.
-    State { generation: u64, patterns: Vec<(String, u32)> },
+    /// The net change to the sender's own subscriptions since its previous
+    /// `Subscriptions` (pattern → count added, negative when removed);
+    /// `sequence` counts them from 1.
+    Subscriptions { sequence: u64, changes: Arc<[(Box<str>, i32)]> },
     /// The core stops.
     Stop,
 }
@@ -114,6 +118,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
     {
         let mut c = core.borrow_mut();
         c.set_shard(ShardIndex { index, count });
+        c.registry.journal.on = true;
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == index {
                 continue;
@@ -128,6 +133,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             let outbox = Outbox::new(c.limits.max_outbox);
             let id = c.admit_shard(format!("shard {j}"), options, Rc::default(), outbox.clone());
             pseudo[j] = id;
+            c.registry.journal.skip.push(id);
             tokio::task::spawn_local(writer(core.clone(), index, j as u32, id, outbox, tx.clone()));
         }
     }
@@ -161,8 +167,7 @@ async fn writer(core: Shared, me: u32, to: u32, id: InstanceId, outbox: Rc<Outbo
 
 /// Serves what the other shards send this one.
 async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, pseudo: Rc<Vec<InstanceId>>, stop: Rc<Notify>) {
-    let mut applied: Vec<AHashMap<String, u32>> = vec![AHashMap::new(); pseudo.len()];
-    let mut generations = vec![0u64; pseudo.len()];
+    let mut sequences = vec![0u64; pseudo.len()];
     while let Some(Envelope { from, message }) = inbox.recv().await {
         let Some(&id) = pseudo.get(from as usize).filter(|id| **id != 0) else { continue };
         match message {
@@ -171,23 +176,41 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, pseudo: Rc<
                 c.now = Instant::now();
                 take_frames(&mut c, id, &frames);
             }
-            Message::State { generation, patterns } => {
-                let from = from as usize;
-                if generation <= generations[from] {
-                    continue;
+            Message::Subscriptions { sequence, changes } => {
+                let last = &mut sequences[from as usize];
+                if sequence != *last + 1 {
+                    tracing::error!("shard {from}: subscription change {sequence} follows {last}: one was lost");
                 }
-                generations[from] = generation;
-                let wanted: AHashMap<String, u32> = patterns.into_iter().collect();
+                *last = sequence;
                 let mut c = core.borrow_mut();
                 c.now = Instant::now();
                 if c.instances.contains_key(&id) {
-                    sync_subscriptions(&mut c, id, &mut applied[from], wanted, &format!("shard {from}"));
+                    apply_changes(&mut c, id, &changes, from);
+                    // The message's strings go first, so that a trim
+                    // returns their pages too.
+                    drop(changes);
+                    let now = c.now;
+                    c.registry.give_back_memory(now);
                 }
             }
             Message::Stop => stop.notify_one(),
         }
     }
     stop.notify_one();
+}
+
+/// Subscribes or unsubscribes shard `from`'s pseudo-instance `id` as much
+/// as that shard's own subscriptions changed.
+fn apply_changes(core: &mut Core, id: InstanceId, changes: &[(Box<str>, i32)], from: u32) {
+    for (pattern, delta) in changes {
+        for _ in 0..delta.unsigned_abs() {
+            let done = if *delta > 0 { core.subscribe(id, pattern) } else { core.unsubscribe(id, pattern) };
+            if let Err((_, why)) = done {
+                tracing::warn!("shard {from}: pattern {pattern} not replicated: {why}");
+                break;
+            }
+        }
+    }
 }
 
 /// Frames from another shard (through its pseudo-instance `from`): REQUESTs
@@ -213,51 +236,31 @@ pub fn take_frames(core: &mut Core, from: InstanceId, frames: &[u8]) {
     }
 }
 
-/// Broadcasts this shard's own subscriptions to the others whenever they
-/// change (a burst of changes is one message).
+/// Broadcasts the changes to this shard's own subscriptions to the others
+/// (a burst of changes is one message).
 async fn replicate(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
-    let changed = core.borrow().registry.changed.clone();
-    let mut last = BTreeMap::new();
-    let mut generation = 0u64;
+    let changed = core.borrow().registry.journal.changed.clone();
+    let mut sequence = 0u64;
     loop {
         changed.notified().await;
         // Let the rest of a burst (a service subscribing its patterns) land.
         tokio::task::yield_now().await;
-        let now = own_subscriptions(&core.borrow());
-        if now == last {
+        let taken = core.borrow_mut().registry.journal.take();
+        if taken.is_empty() {
             continue;
         }
-        generation += 1;
-        let patterns: Vec<(String, u32)> = now.iter().map(|(p, n)| (p.clone(), *n)).collect();
-        last = now;
+        sequence += 1;
+        let changes: Arc<[(Box<str>, i32)]> = taken.into_iter().map(|(p, n)| (Box::from(&*p), n)).collect();
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == me {
                 continue;
             }
-            let message = Message::State { generation, patterns: patterns.clone() };
+            let message = Message::Subscriptions { sequence, changes: changes.clone() };
             if tx.send(Envelope { from: me, message }).await.is_err() {
                 return;
             }
         }
     }
-}
-
-/// What this shard serves, as other shards route to it: its own instances'
-/// subscriptions and other nodes' (the cluster runs on shard 0), not the
-/// other shards' (a request crosses one shard boundary at most).
-pub fn own_subscriptions(core: &Core) -> BTreeMap<String, u32> {
-    let mut out = BTreeMap::new();
-    for e in core.registry.patterns() {
-        let n = e
-            .instances
-            .iter()
-            .filter(|id| core.instances.get(id).is_some_and(|i| !matches!(i.endpoint, Endpoint::Shard(_))))
-            .count() as u32;
-        if n > 0 {
-            out.insert(e.pattern.to_string(), n);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ async fn serve(cfg: Config, ends: Ends) {
     let core: Shared = Rc::new(RefCell::new(Core::new(crate::daemon::limits(&cfg), cfg.core.unmanaged.clone())));
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+    tokio::task::spawn_local(give_back_memory(core.clone()));
     let gateways = start_gateways(&core, &cfg);
     tracing::debug!("shard {index} running ({} gateway instances)", gateways.len());
     links.stopped().await;
@@ -49,6 +50,21 @@ async fn serve(cfg: Config, ends: Ends) {
     // The gateways' last answers leave.
     tokio::time::sleep(Duration::from_millis(50)).await;
     tracing::debug!("shard {index} stopped; {}", core.borrow().stats);
+}
+
+/// Returns the memory of subscriptions that went to the system, as shard 0's
+/// keep-alive round does (a trim deferred by the registry's rate limit
+/// happens on a later round).
+async fn give_back_memory(core: Shared) {
+    let every = core.borrow().limits.keepalive;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let mut c = core.borrow_mut();
+        let now = c.refresh_now();
+        c.registry.give_back_memory(now);
+    }
 }
 
 /// One instance of every HTTP gateway of the config file per process and
