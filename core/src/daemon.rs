@@ -78,7 +78,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
     let core: Shared = Rc::new(RefCell::new(Core::new(limits(&cfg), cfg.core.unmanaged.clone())));
-    let shards = shard.map(|ends| crate::shards::attach(&core, ends));
+    let shards = shard.map(|ends| Rc::new(crate::shards::attach(&core, ends)));
     raise_open_files_limit(cfg.core.max_connections);
 
     // Every listener is bound before any service starts: a socket in use is
@@ -106,6 +106,9 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     tokio::task::spawn_local(timer_loop(core.clone()));
 
     let supervisor = Supervisor::new(core.clone(), cfg.base_dir.clone(), socket.display().to_string());
+    if let Some(links) = &shards {
+        supervisor.set_shards(links.clone());
+    }
     tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
     // Internal services of the config file are tried once before anything
     // starts, so that one that cannot start (its port taken, its log file

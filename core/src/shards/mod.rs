@@ -24,8 +24,13 @@
 //! changes is one message, and a change costs the other shards work in
 //! proportion to it, not to the size of the registry.
 //!
-//! - `thread`: the threads of shards 1.. and what runs on them (the HTTP
-//!   gateways of the config file);
+//! HTTP gateways run on every shard: shard 0's supervisor starts each one's
+//! instances (from the config file or the admin API) and orders the other
+//! shards to start theirs too, and to stop or restart them with it
+//! (`Message::Gateway`), so a gateway changed at run time changes on every
+//! shard.
+//!
+//! - `thread`: the threads of shards 1.. and the gateways they run;
 //! - `tests`: requests, multicast and forwards across two shards.
 
 pub mod thread;
@@ -54,8 +59,30 @@ pub enum Message {
     /// `Subscriptions` (pattern → count added, negative when removed);
     /// `sequence` counts them from 1.
     Subscriptions { sequence: u64, changes: Arc<[(Box<str>, i32)]> },
+    /// Start (or restart with new settings) or stop one process slot of an
+    /// HTTP gateway, as shard 0's supervisor did.
+    Gateway(GatewayOrder),
     /// The core stops.
     Stop,
+}
+
+/// One process slot of an HTTP gateway service, for the other shards.
+pub struct GatewayOrder {
+    /// The service's id and the slot's index.
+    pub slot: (u32, u32),
+    /// What to run; None: stop it.
+    pub start: Option<GatewaySpec>,
+    /// How long its instances may finish what they hold when stopped.
+    pub timeout_terminate: u32,
+}
+
+/// What a shard needs to run a gateway slot's instances.
+pub struct GatewaySpec {
+    pub prefix: String,
+    pub settings: toml::Table,
+    pub options: ServiceOptions,
+    pub count_process: u32,
+    pub count_thread: u32,
 }
 
 pub struct Envelope {
@@ -85,6 +112,8 @@ pub struct Links {
     stop: Rc<Notify>,
     /// The pseudo-instance of each other shard in this core (0 for itself).
     pub pseudo: Rc<Vec<InstanceId>>,
+    /// The gateway slots shard 0 ordered this shard to run.
+    pub gateways: thread::Gateways,
 }
 
 impl Links {
@@ -104,6 +133,22 @@ impl Links {
     /// Returns when another shard said the core stops.
     pub async fn stopped(&self) {
         self.stop.notified().await
+    }
+
+    /// Orders every other shard to start, restart or stop a gateway slot.
+    /// `spec` builds each shard's copy.
+    pub async fn order_gateway(
+        &self,
+        slot: (u32, u32),
+        timeout_terminate: u32,
+        spec: impl Fn() -> Option<GatewaySpec>,
+    ) {
+        for (j, tx) in self.peers.iter().enumerate() {
+            if j as u32 != self.index {
+                let order = GatewayOrder { slot, start: spec(), timeout_terminate };
+                let _ = tx.send(Envelope { from: self.index, message: Message::Gateway(order) }).await;
+            }
+        }
     }
 }
 
@@ -139,9 +184,10 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
     }
     let pseudo = Rc::new(pseudo);
     let stop = Rc::new(Notify::new());
-    tokio::task::spawn_local(receiver(core.clone(), inbox, pseudo.clone(), stop.clone()));
+    let gateways = thread::Gateways::default();
+    tokio::task::spawn_local(receiver(core.clone(), inbox, pseudo.clone(), stop.clone(), gateways.clone()));
     tokio::task::spawn_local(replicate(core.clone(), index, peers.clone()));
-    Links { index, peers, stop, pseudo }
+    Links { index, peers, stop, pseudo, gateways }
 }
 
 /// Passes what this shard routed to shard `to`, batch by batch, in order.
@@ -166,7 +212,13 @@ async fn writer(core: Shared, me: u32, to: u32, id: InstanceId, outbox: Rc<Outbo
 }
 
 /// Serves what the other shards send this one.
-async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, pseudo: Rc<Vec<InstanceId>>, stop: Rc<Notify>) {
+async fn receiver(
+    core: Shared,
+    mut inbox: mpsc::Receiver<Envelope>,
+    pseudo: Rc<Vec<InstanceId>>,
+    stop: Rc<Notify>,
+    gateways: thread::Gateways,
+) {
     let mut sequences = vec![0u64; pseudo.len()];
     while let Some(Envelope { from, message }) = inbox.recv().await {
         let Some(&id) = pseudo.get(from as usize).filter(|id| **id != 0) else { continue };
@@ -193,6 +245,7 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, pseudo: Rc<
                     c.registry.give_back_memory(now);
                 }
             }
+            Message::Gateway(order) => gateways.apply(&core, order),
             Message::Stop => stop.notify_one(),
         }
     }
@@ -225,7 +278,7 @@ pub fn take_frames(core: &mut Core, from: InstanceId, frames: &[u8]) {
         match cumulo_proto::decode(frame) {
             Ok(Frame::Request(r)) => crate::cluster::accept_remote(core, from, &r),
             Ok(Frame::Response(r)) => {
-                let _ = core.ret(from, &r);
+                core.ret(from, &r);
             }
             Ok(other) => tracing::error!("shard: unexpected {} between shards ignored", other.type_name()),
             Err(e) => {

@@ -7,6 +7,7 @@
 use super::*;
 use crate::config::ServiceOptions;
 use crate::fuzzing::small_limits;
+use crate::instance::Endpoint;
 use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
 use std::cell::RefCell;
 use std::time::Duration;

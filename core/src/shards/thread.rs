@@ -1,18 +1,22 @@
 //! The threads of shards 1.. (shard 0 is the daemon's own thread, which runs
 //! the supervisor, the admin API and the cluster). Each runs a core of its
-//! own with its timer loop and the HTTP gateways of the config file, bound
-//! to the same ports (SO_REUSEPORT: the kernel spreads the connections), so
-//! that HTTP parsing runs on every thread. Service processes connect to
-//! shard 0; their patterns reach the other shards by replication.
+//! own with its timer loop and the HTTP gateways shard 0's supervisor orders
+//! (`Gateways`), bound to the same ports (SO_REUSEPORT: the kernel spreads
+//! the connections), so that HTTP parsing runs on every thread. Service
+//! processes connect to shard 0; their patterns reach the other shards by
+//! replication.
 
-use super::Ends;
+use super::{Ends, GatewayOrder};
 use crate::config::Config;
 use crate::internal::InternalApi;
+use crate::registry::InstanceId;
 use crate::state::{Core, Shared};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::task::{JoinHandle, LocalSet};
+use tokio::task::LocalSet;
+use tokio_util::sync::CancellationToken;
 
 /// Starts the thread of shard `ends.index`; it returns once the core stops.
 pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -31,17 +35,14 @@ async fn serve(cfg: Config, ends: Ends) {
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
     tokio::task::spawn_local(give_back_memory(core.clone()));
-    let gateways = start_gateways(&core, &cfg);
-    tracing::debug!("shard {index} running ({} gateway instances)", gateways.len());
+    tracing::debug!("shard {index} running");
     links.stopped().await;
     // As shard 0 does: queued requests fail with SHUTTING_DOWN, the gateways
     // stop accepting and finish the requests they hold (answered by shard 0
     // while it drains, or failed at the end of the terminate timeout).
     let terminate = cfg.services.iter().map(|s| s.timeout_terminate).max().unwrap_or(0);
     core.borrow_mut().begin_shutdown(terminate);
-    for g in &gateways {
-        g.abort();
-    }
+    links.gateways.stop_all(&core);
     let end = Instant::now() + Duration::from_millis(terminate as u64);
     while !core.borrow().inflight.is_empty() && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -67,38 +68,75 @@ async fn give_back_memory(core: Shared) {
     }
 }
 
-/// One instance of every HTTP gateway of the config file per process and
-/// thread it is configured with, as the supervisor starts on shard 0.
-fn start_gateways(core: &Shared, cfg: &Config) -> Vec<JoinHandle<()>> {
-    let mut tasks = Vec::new();
-    for (i, svc) in cfg.services.iter().enumerate() {
-        if svc.internal.as_deref() != Some("http") {
-            continue;
-        }
-        let options = Rc::new(svc.options());
+/// The gateway slots this shard runs, by (service id, slot index).
+#[derive(Clone, Default)]
+pub struct Gateways(Rc<RefCell<HashMap<(u32, u32), Running>>>);
+
+/// One gateway slot's instances on this shard.
+struct Running {
+    ids: Vec<InstanceId>,
+    cancel: CancellationToken,
+    timeout_terminate: u32,
+}
+
+impl Gateways {
+    /// Carries out shard 0's order: the slot's instances here stop (as
+    /// shard 0's did), then start again if the order says what to run.
+    pub fn apply(&self, core: &Shared, order: GatewayOrder) {
+        self.stop(core, order.slot, order.timeout_terminate);
+        let Some(spec) = order.start else { return };
+        let (service_id, process) = order.slot;
+        let options = Rc::new(spec.options);
         let metrics = Rc::new(crate::metrics::ServiceMetrics::default());
-        for p in 0..svc.count_process {
-            for _ in 0..svc.count_thread {
-                let started = crate::internal::create("http", &svc.settings).and_then(|service| {
-                    let api = InternalApi::connect(
-                        core,
-                        &svc.prefix,
-                        options.clone(),
-                        metrics.clone(),
-                        i as u32 + 1,
-                        p,
-                        svc.count_process,
-                        svc.count_thread,
-                    )
-                    .map_err(|(_, m)| m)?;
-                    Ok(tokio::task::spawn_local(service.run(api)))
-                });
-                match started {
-                    Ok(t) => tasks.push(t),
-                    Err(why) => tracing::error!(service = %svc.prefix, "shard: cannot start the HTTP gateway: {why}"),
+        let cancel = CancellationToken::new();
+        let mut ids = Vec::new();
+        for _ in 0..spec.count_thread {
+            let started = crate::internal::create("http", &spec.settings).and_then(|service| {
+                let api = InternalApi::connect(
+                    core,
+                    &spec.prefix,
+                    options.clone(),
+                    metrics.clone(),
+                    service_id,
+                    process,
+                    spec.count_process,
+                    spec.count_thread,
+                )
+                .map_err(|(_, m)| m)?;
+                Ok((service, api))
+            });
+            match started {
+                Ok((service, api)) => {
+                    ids.push(api.instance_id());
+                    let cancel = cancel.clone();
+                    tokio::task::spawn_local(async move {
+                        tokio::select! {
+                            _ = service.run(api) => {}
+                            _ = cancel.cancelled() => {}
+                        }
+                    });
                 }
+                Err(why) => tracing::error!(service = %spec.prefix, "shard: cannot start the HTTP gateway: {why}"),
             }
         }
+        let running = Running { ids, cancel, timeout_terminate: order.timeout_terminate };
+        self.0.borrow_mut().insert(order.slot, running);
     }
-    tasks
+
+    fn stop(&self, core: &Shared, slot: (u32, u32), timeout_terminate: u32) {
+        let Some(r) = self.0.borrow_mut().remove(&slot) else { return };
+        let why = format!("HTTP gateway (service {}) stopped before handling the request", slot.0);
+        core.borrow_mut().retire_instances(&r.ids, timeout_terminate.min(r.timeout_terminate), &why);
+        // Its listener closes now; open connections finish their current
+        // request (the gateway's own shutdown).
+        r.cancel.cancel();
+    }
+
+    /// Stops every slot (the core stops).
+    fn stop_all(&self, core: &Shared) {
+        let slots: Vec<_> = self.0.borrow().iter().map(|(k, r)| (*k, r.timeout_terminate)).collect();
+        for (slot, terminate) in slots {
+            self.stop(core, slot, terminate);
+        }
+    }
 }
