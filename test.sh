@@ -50,6 +50,16 @@ suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end" "$py" -m pytest -q tests/gateway
 [ -d tests/dashboard ] && suite "Dashboard in headless Chromium" "$py" -m pytest -q tests/dashboard
 
+# The end-to-end suites again with the core on two threads (core.threads = 2:
+# shards, docs/ARCHITECTURE.md); the harnesses read CUMULO_TEST_THREADS.
+suite "Core end-to-end, core.threads = 2" \
+    env CUMULO_TEST_THREADS=2 cargo test --release -p cumulo-e2e --test e2e --no-fail-fast
+suite "Admin end-to-end, core.threads = 2" env CUMULO_TEST_THREADS=2 cargo test --release -p cumulo --test admin
+[ -d tests/polyglot ] && suite "Cross-language end-to-end, core.threads = 2" \
+    env CUMULO_TEST_THREADS=2 "$py" -m pytest -q tests/polyglot
+[ -d tests/gateway ] && suite "HTTP gateway end-to-end, core.threads = 2" \
+    env CUMULO_TEST_THREADS=2 "$py" -m pytest -q tests/gateway
+
 echo
 [ $failed -gt 0 ] && printf 'failed suites: %s\n' "${failed_names[*]}"
 echo "suites: $passed passed, $failed failed"

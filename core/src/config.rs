@@ -108,6 +108,9 @@ pub struct CoreConfig {
     pub allow_unmanaged: bool,
     /// Options applied to unmanaged instances (tools, tests, benchmarks).
     pub unmanaged: ServiceOptions,
+    /// Threads the core routes on (shards, `crate::shards`): 1 is a single
+    /// event loop; the default is one per CPU.
+    pub threads: u32,
 }
 
 impl Default for CoreConfig {
@@ -131,8 +134,18 @@ impl Default for CoreConfig {
             keepalive: DEFAULT_KEEPALIVE_MS,
             allow_unmanaged: true,
             unmanaged: ServiceOptions::default(),
+            threads: default_threads(),
         }
     }
+}
+
+/// Most `core.threads`: each shard is an OS thread with its own state and a
+/// channel to every other one (threads² channels).
+pub const MAX_THREADS: u32 = 64;
+
+/// One thread per CPU the core may run on, at most [`MAX_THREADS`].
+pub fn default_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32).clamp(1, MAX_THREADS)
 }
 
 /// How a sender picks one instance among those subscribed to the matched
@@ -365,6 +378,9 @@ impl Config {
         }
         if c.keepalive < 100 {
             return err("core.keepalive", "must be at least 100 ms");
+        }
+        if !(1..=MAX_THREADS).contains(&c.threads) {
+            return err("core.threads", "must be 1 .. 64");
         }
         if c.max_outbox < c.max_frame {
             return err("core.max_outbox", "must be at least core.max_frame");

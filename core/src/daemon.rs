@@ -18,10 +18,9 @@ use tokio::task::LocalSet;
 /// (the last answers and errors) before the core exits.
 const FLUSH_GRACE: Duration = Duration::from_secs(1);
 
-/// Runs the core until a signal stops it. The hot path is single-threaded
-/// (a current-thread runtime): on the small machines cumulo targets, one
-/// core for routing and the rest for services beats cross-thread handoffs,
-/// and the state needs no locks.
+/// Runs the core until a signal stops it. Each shard is single-threaded (a
+/// current-thread runtime), so its state needs no locks; with
+/// `core.threads` > 1 shards 1.. run on threads of their own (src/shards).
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     run_with(cfg, LogControl::fixed("info"))
 }
@@ -29,13 +28,35 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 /// As `run`, with the handle that lets the admin API change the log level.
 pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    LocalSet::new().block_on(&rt, serve(cfg, log))
+    let mut ends = crate::shards::channels(cfg.core.threads);
+    let stoppers = ends[0].peers.clone();
+    let mut threads = Vec::new();
+    let first = if cfg.core.threads > 1 {
+        // Every shard binds the gateways' ports; the kernel spreads the
+        // connections among them.
+        crate::internal::share_ports_across_shards();
+        for e in ends.drain(1..) {
+            threads.push(crate::shards::thread::spawn(cfg.clone(), e)?);
+        }
+        ends.pop()
+    } else {
+        None
+    };
+    let result = LocalSet::new().block_on(&rt, serve(cfg, log, first));
+    // Told already when shard 0 stopped normally; not when it failed to
+    // start (a socket in use): a shard that is told twice stops once.
+    for tx in stoppers.iter().skip(1) {
+        let _ = tx.blocking_send(crate::shards::Envelope { from: 0, message: crate::shards::Message::Stop });
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    result
 }
 
-async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
-    let started = (Instant::now(), SystemTime::now());
-    let socket = cfg.socket_path();
-    let limits = Limits {
+/// The routing limits of a config, the same for every shard.
+pub(crate) fn limits(cfg: &Config) -> Limits {
+    Limits {
         node_id: cfg.core.node_id,
         max_frame: cfg.core.max_frame,
         max_outbox: cfg.core.max_outbox as usize,
@@ -48,8 +69,16 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,
         allow_unmanaged: cfg.core.allow_unmanaged,
-    };
-    let core: Shared = Rc::new(RefCell::new(Core::new(limits, cfg.core.unmanaged.clone())));
+    }
+}
+
+/// Shard 0 (the only one with `core.threads` = 1): the listeners, the
+/// supervisor, the admin API and the cluster.
+async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<()> {
+    let started = (Instant::now(), SystemTime::now());
+    let socket = cfg.socket_path();
+    let core: Shared = Rc::new(RefCell::new(Core::new(limits(&cfg), cfg.core.unmanaged.clone())));
+    let shards = shard.map(|ends| Rc::new(crate::shards::attach(&core, ends)));
     raise_open_files_limit(cfg.core.max_connections);
 
     // Every listener is bound before any service starts: a socket in use is
@@ -77,6 +106,9 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     tokio::task::spawn_local(timer_loop(core.clone()));
 
     let supervisor = Supervisor::new(core.clone(), cfg.base_dir.clone(), socket.display().to_string());
+    if let Some(links) = &shards {
+        supervisor.set_shards(links.clone());
+    }
     tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
     // Internal services of the config file are tried once before anything
     // starts, so that one that cannot start (its port taken, its log file
@@ -120,6 +152,9 @@ async fn serve(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     }
     let terminate_ms = supervisor.max_terminate_timeout();
     core.borrow_mut().begin_shutdown(terminate_ms);
+    if let Some(s) = &shards {
+        s.stop_others();
+    }
     // Processes finish what they hold (or are stopped); answers to requests
     // held by unmanaged instances get the same time.
     let drained = wait_until(&core, |c| c.inflight.is_empty(), Duration::from_millis(terminate_ms as u64));

@@ -58,6 +58,13 @@ pub fn run<F: std::future::Future>(f: F) -> F::Output {
     tokio::task::LocalSet::new().block_on(&rt, f)
 }
 
+/// As [`run`] with the real clock (tests that use more than one thread).
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn run_unpaused<F: std::future::Future>(f: F) -> F::Output {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a current-thread runtime");
+    tokio::task::LocalSet::new().block_on(&rt, f)
+}
+
 /// A fresh core with its timer loop and the internal `echo` service
 /// subscribed under `/echo/`. Call inside a `LocalSet`.
 pub async fn start_core(limits: Limits) -> Shared {
@@ -70,6 +77,27 @@ pub async fn start_core(limits: Limits) -> Shared {
         tokio::task::yield_now().await;
     }
     core
+}
+
+/// `count` fresh shards of one core, linked as the daemon links them
+/// (src/shards), each with its timer loop; the internal `echo` service is on
+/// shard 0 and known to every shard. Call inside a `LocalSet`.
+pub async fn start_shards(limits: Limits, count: u32) -> Vec<Shared> {
+    let mut cores = Vec::new();
+    for ends in crate::shards::channels(count) {
+        let core = Rc::new(RefCell::new(Core::new(limits.clone(), ServiceOptions::default())));
+        crate::shards::attach(&core, ends);
+        tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+        cores.push(core);
+    }
+    let echo = crate::internal::create("echo", &toml::Table::new()).expect("echo takes empty settings");
+    let api =
+        InternalApi::connect(&cores[0], "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1).expect("echo instance");
+    tokio::task::spawn_local(echo.run(api));
+    while cores.iter().any(|c| c.borrow_mut().registry.lookup("/echo/x").is_none()) {
+        tokio::task::yield_now().await;
+    }
+    cores
 }
 
 /// One instance connection: the peer writes `input` in pieces of `chunk`

@@ -256,6 +256,17 @@ pub enum Endpoint {
     /// Another node of the cloud (a pseudo-instance, src/cluster): the same
     /// REQUEST and RESPONSE frames as a socket's, published over NATS.
     Remote(Rc<Outbox>),
+    /// Another shard of this core (a pseudo-instance, src/shards): the same
+    /// frames, passed to that shard's thread over a channel.
+    Shard(Rc<Outbox>),
+}
+
+impl Endpoint {
+    /// A pseudo-instance standing for another node or another shard, not a
+    /// connection or an internal service of this shard.
+    pub fn is_pseudo(&self) -> bool {
+        matches!(self, Endpoint::Remote(_) | Endpoint::Shard(_))
+    }
 }
 
 /// A service's id: given in config order from 1, then to each service added
@@ -287,7 +298,7 @@ pub struct Instance {
     /// Requests delivered and not yet returned or forwarded.
     pub delivered: Vec<TransId>,
     pub queue: PriorityQueue<OwnedRequest>,
-    pub subscriptions: Vec<Rc<str>>,
+    pub subscriptions: Subscriptions,
     pub endpoint: Endpoint,
     /// When its reader last took bytes from it.
     pub last_rx: Instant,
@@ -333,7 +344,7 @@ impl Instance {
             window,
             delivered: Vec::new(),
             queue: Default::default(),
-            subscriptions: Vec::new(),
+            subscriptions: Subscriptions::default(),
             endpoint,
             last_rx: Instant::now(),
             silent_rounds: 0,
@@ -347,12 +358,61 @@ impl Instance {
         (self.delivered.len() as u32) < self.window
             && match &self.endpoint {
                 Endpoint::Internal(inbox) => inbox.has_room(),
-                Endpoint::Socket(_) | Endpoint::Remote(_) => true,
+                Endpoint::Socket(_) | Endpoint::Remote(_) | Endpoint::Shard(_) => true,
             }
     }
 
     /// Delivered plus queued: the "busy" measure of least-busy selection.
     pub fn load(&self) -> usize {
         self.delivered.len() + self.queue.len()
+    }
+}
+
+/// An instance's subscriptions: pattern → how many times it subscribed it.
+/// A map, not a list, so that removing one costs the same however many it
+/// holds (another shard's pseudo-instance holds every subscription of that
+/// shard, and removes them one by one as its instances close).
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    counts: AHashMap<Rc<str>, u32>,
+    total: usize,
+}
+
+impl Subscriptions {
+    pub fn push(&mut self, pattern: Rc<str>) {
+        *self.counts.entry(pattern).or_default() += 1;
+        self.total += 1;
+    }
+
+    /// Removes one subscription of `pattern`; false if there was none.
+    pub fn remove(&mut self, pattern: &str) -> bool {
+        let Some(n) = self.counts.get_mut(pattern) else { return false };
+        *n -= 1;
+        if *n == 0 {
+            self.counts.remove(pattern);
+        }
+        self.total -= 1;
+        true
+    }
+
+    /// Subscriptions in all, a pattern subscribed twice counting twice.
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Every subscription, a pattern subscribed twice appearing twice.
+    pub fn iter(&self) -> impl Iterator<Item = &Rc<str>> {
+        self.counts.iter().flat_map(|(p, n)| std::iter::repeat_n(p, *n as usize))
+    }
+
+    /// Every subscription, leaving none.
+    pub fn take(&mut self) -> Vec<Rc<str>> {
+        let all = self.iter().cloned().collect();
+        *self = Subscriptions::default();
+        all
     }
 }

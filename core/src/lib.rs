@@ -6,6 +6,7 @@
 //! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
 //!   windows, timeouts — the hot path;
 //! - `cluster`: nodes of one cloud over NATS (remote nodes as pseudo-instances);
+//! - `shards`: the core on several threads (other shards as pseudo-instances);
 //! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
 //! - `listener`: sockets, handshake, frame reading and batched writing;
 //! - `frames`: every frame the core writes, one encoder per kind;
@@ -40,5 +41,6 @@ pub mod pattern;
 pub mod queue;
 pub mod registry;
 pub mod routing;
+pub mod shards;
 pub mod state;
 pub mod supervisor;

@@ -178,7 +178,7 @@ where
     let refused = {
         let mut c = core.borrow_mut();
         let max = c.limits.max_connections as usize;
-        if c.instances.len() + c.handshaking >= max {
+        if c.connections() + c.handshaking >= max {
             c.limit_refusals.warn(|n| {
                 format!("refused {n} connection(s) over core.max_connections ({max}); last from {}", peer.label)
             });

@@ -60,6 +60,47 @@ pub struct Registry {
     /// Subscriptions removed since memory was last given back.
     released: usize,
     last_trim: Option<Instant>,
+    /// What changed since the shards' replication task last looked.
+    pub journal: Journal,
+}
+
+/// The net changes to this registry's own subscriptions (pattern → count
+/// added, negative when removed) since the shards' replication task
+/// (src/shards) last took them, so that it sends other shards a delta, not
+/// the whole registry. Kept only with more than one shard. Bounded by the
+/// patterns that changed since the last take, which the registry's own
+/// bounds (core.max_subscriptions per instance) bound.
+#[derive(Debug, Default)]
+pub struct Journal {
+    /// Whether changes are noted at all (`core.threads` > 1).
+    pub on: bool,
+    /// Instances whose subscriptions are not replicated: the other shards'
+    /// pseudo-instances (a request crosses one shard boundary at most).
+    pub skip: Vec<InstanceId>,
+    /// Net change per pattern since the last take.
+    pub pending: AHashMap<Rc<str>, i32>,
+    /// Woken on every noted change: the replication task waits on it.
+    pub changed: Rc<tokio::sync::Notify>,
+}
+
+impl Journal {
+    fn note(&mut self, pattern: &Rc<str>, instance: InstanceId, delta: i32) {
+        if !self.on || self.skip.contains(&instance) {
+            return;
+        }
+        *self.pending.entry(pattern.clone()).or_default() += delta;
+        self.changed.notify_one();
+    }
+
+    /// The changes since the last take, without the ones that cancelled out.
+    pub fn take(&mut self) -> Vec<(Rc<str>, i32)> {
+        let mut out: Vec<_> = self.pending.drain().filter(|(_, n)| *n != 0).collect();
+        if self.pending.capacity() > 1024 {
+            self.pending.shrink_to_fit();
+        }
+        out.shrink_to_fit();
+        out
+    }
 }
 
 /// Each name's best wildcard pattern (or none), bounded in count and bytes.
@@ -97,6 +138,7 @@ impl Registry {
     pub fn subscribe(&mut self, full: &str, instance: InstanceId) -> Rc<str> {
         if let Some(e) = self.entries.get_mut(full) {
             e.instances.push(instance);
+            self.journal.note(&e.pattern, instance, 1);
             return e.pattern.clone();
         }
         let key: Rc<str> = Rc::from(full);
@@ -115,6 +157,7 @@ impl Registry {
             self.wildcards.insert(pattern::literal_prefix(full).as_bytes(), key.clone(), shape);
             self.cache.clear();
         }
+        self.journal.note(&key, instance, 1);
         key
     }
 
@@ -124,6 +167,7 @@ impl Registry {
         let Some(i) = e.instances.iter().position(|&x| x == instance) else { return false };
         e.instances.remove(i);
         self.released += 1;
+        self.journal.note(&e.pattern, instance, -1);
         if e.instances.is_empty() {
             let wild = e.wild;
             self.entries.remove(full);

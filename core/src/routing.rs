@@ -60,39 +60,67 @@ impl OwnedRequest {
     }
 }
 
+/// How far an instance is from the shard routing a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Distance {
+    /// A connection or internal service of this shard.
+    Near,
+    /// Another shard of this node (a pseudo-instance, src/shards).
+    Shard,
+    /// Another node (a pseudo-instance, src/cluster).
+    Node,
+}
+
+pub(crate) fn distance(instances: &ahash::AHashMap<InstanceId, Instance>, id: &InstanceId) -> Distance {
+    match instances.get(id).map(|i| &i.endpoint) {
+        Some(Endpoint::Remote(_)) => Distance::Node,
+        Some(Endpoint::Shard(_)) => Distance::Shard,
+        _ => Distance::Near,
+    }
+}
+
 /// Picks one instance of a pattern for a sender, or none when the policy
-/// excludes them all (`*_local` with only remote ones, say). `clustered`:
-/// other nodes are known, so some instances may be remote pseudo-instances.
-/// `exclude`: an instance never to pick (a CloudI sender is never its own
-/// destination, docs/CLOUDI.md).
+/// excludes them all (`*_local` with only remote ones, say). `spread`: other
+/// nodes or shards are known, so some instances may be pseudo-instances.
+/// `away`: instances at that distance may not take it (a request that came
+/// from another node or shard is served on this side of it). `exclude`: an
+/// instance never to pick (a CloudI sender is never its own destination,
+/// docs/CLOUDI.md).
 fn select(
     entry: &mut PatternEntry,
     how: DestRefresh,
     instances: &ahash::AHashMap<InstanceId, Instance>,
-    clustered: bool,
-    local_only: bool,
+    spread: bool,
+    away: Option<Distance>,
     exclude: Option<InstanceId>,
 ) -> Option<InstanceId> {
     use DestRefresh::*;
-    let allowed = |id: &InstanceId| Some(*id) != exclude;
-    let remote = |id: &InstanceId| instances.get(id).is_some_and(|i| matches!(i.endpoint, Endpoint::Remote(_)));
-    let local = |id: &InstanceId| allowed(id) && !remote(id);
-    let far = |id: &InstanceId| allowed(id) && remote(id);
+    let at = |id: &InstanceId| distance(instances, id);
+    let allowed = |id: &InstanceId| away != Some(at(id)) && Some(*id) != exclude;
+    let restricted = away.is_some() || exclude.is_some();
     if how == RoundRobin {
-        return if local_only { next_where(entry, local) } else { next_where(entry, allowed) };
+        return next_where(entry, allowed);
     }
     let list = &entry.instances;
-    if local_only {
-        return pick_where(list, local);
+    // Nearest first: this shard, then another shard, then another node.
+    let closest = || {
+        pick_where(list, |id| at(id) == Distance::Near && allowed(id))
+            .or_else(|| pick_where(list, |id| at(id) == Distance::Shard && allowed(id)))
+            .or_else(|| pick_where(list, |id| at(id) == Distance::Node && allowed(id)))
+    };
+    if away.is_some() {
+        return match how {
+            ImmediateClosest | LazyClosest => closest(),
+            _ => pick_where(list, allowed),
+        };
     }
     match how {
-        ImmediateLocal | LazyLocal if clustered => return pick_where(list, local),
-        ImmediateRemote | LazyRemote => return pick_where(list, far),
-        ImmediateClosest | LazyClosest if clustered => {
-            return pick_where(list, local).or_else(|| pick_where(list, far))
-        }
-        ImmediateFurthest | LazyFurthest if clustered => {
-            return pick_where(list, far).or_else(|| pick_where(list, local))
+        ImmediateLocal | LazyLocal if spread => return pick_where(list, |id| at(id) != Distance::Node && allowed(id)),
+        ImmediateRemote | LazyRemote => return pick_where(list, |id| at(id) == Distance::Node && allowed(id)),
+        ImmediateClosest | LazyClosest if spread => return closest(),
+        ImmediateFurthest | LazyFurthest if spread => {
+            return pick_where(list, |id| at(id) == Distance::Node && allowed(id))
+                .or_else(|| pick_where(list, |id| at(id) != Distance::Node && allowed(id)))
         }
         // Instance ids grow as instances join the registry.
         ImmediateNewest | LazyNewest => return list.iter().copied().filter(allowed).max(),
@@ -112,7 +140,7 @@ fn select(
                 .filter(allowed)
                 .min_by_key(|id| instances.get(id).map_or(usize::MAX, Instance::load))
         }
-        _ if exclude.is_some() => pick_where(list, allowed),
+        _ if restricted => pick_where(list, allowed),
         _ => Some(list[fastrand::usize(..list.len())]),
     }
 }
@@ -171,7 +199,7 @@ impl Core {
             Frame::Pong(_) => {}
             Frame::Goodbye => {
                 // No new requests for it; what it holds it may still return.
-                let subs = self.instances.get_mut(&id).map(|i| std::mem::take(&mut i.subscriptions));
+                let subs = self.instances.get_mut(&id).map(|i| i.subscriptions.take());
                 for p in subs.unwrap_or_default() {
                     self.registry.unsubscribe(&p, id);
                 }
@@ -212,9 +240,7 @@ impl Core {
         let full = self.full_pattern(id, pattern)?;
         // Another node's pseudo-instance holds that node's subscriptions,
         // bounded by cluster::members (MAX_REMOTE_SUBSCRIPTIONS) instead.
-        let over = |i: &Instance| {
-            i.subscriptions.len() >= self.limits.max_subscriptions && !matches!(i.endpoint, Endpoint::Remote(_))
-        };
+        let over = |i: &Instance| i.subscriptions.len() >= self.limits.max_subscriptions && !i.endpoint.is_pseudo();
         if self.instances.get(&id).is_some_and(over) {
             let max = self.limits.max_subscriptions;
             return Err((
@@ -241,9 +267,7 @@ impl Core {
             return Err((Status::InvalidArgument, format!("'{full}' is not subscribed by this instance")));
         }
         if let Some(inst) = self.instances.get_mut(&id) {
-            if let Some(i) = inst.subscriptions.iter().position(|p| **p == *full) {
-                inst.subscriptions.swap_remove(i);
-            }
+            inst.subscriptions.remove(&full);
         }
         Ok(())
     }
@@ -309,16 +333,21 @@ impl Core {
         // A request from another node is served here, by a local instance
         // (multicast copies in turn, one per instance); once forwarded or
         // re-routed it may go on, closest first.
-        let (how, from_node) = match self.instances.get(&r.sender) {
+        // The same for a request from another shard: it is served on this
+        // shard (or sent on to another node, never to a third shard).
+        let (how, from) = match self.instances.get(&r.sender) {
             Some(i) => match i.endpoint {
-                Endpoint::Remote(_) if rerouted => (DestRefresh::ImmediateClosest, true),
-                Endpoint::Remote(_) if r.flags & REQUEST_MCAST != 0 => (DestRefresh::RoundRobin, true),
-                Endpoint::Remote(_) => (i.options.dest_refresh, true),
-                _ => (i.options.dest_refresh, false),
+                Endpoint::Remote(_) | Endpoint::Shard(_) if rerouted => (DestRefresh::ImmediateClosest, None),
+                Endpoint::Remote(_) | Endpoint::Shard(_) if r.flags & REQUEST_MCAST != 0 => {
+                    (DestRefresh::RoundRobin, Some(distance(&self.instances, &r.sender)))
+                }
+                Endpoint::Remote(_) | Endpoint::Shard(_) => {
+                    (i.options.dest_refresh, Some(distance(&self.instances, &r.sender)))
+                }
+                _ => (i.options.dest_refresh, None),
             },
-            None => (DestRefresh::ImmediateClosest, false),
+            None => (DestRefresh::ImmediateClosest, None),
         };
-        let local_only = from_node && !rerouted;
         let exclude = crate::cloudi::rules::excluded(&self.instances, r.sender);
         // A pattern only the excluded sender serves has no subscriber for it.
         let found = self.registry.lookup(r.name).filter(|e| crate::cloudi::rules::serves_other(e, exclude));
@@ -367,8 +396,8 @@ impl Core {
                 format!("no service subscribes a pattern matching '{}'", r.name),
             );
         };
-        let clustered = self.cluster.is_some();
-        let Some(dest) = select(entry, how, &self.instances, clustered, local_only, exclude) else {
+        let spread = self.cluster.is_some() || self.shard.count > 1;
+        let Some(dest) = select(entry, how, &self.instances, spread, from, exclude) else {
             let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
             return self.fail(r, rerouted, Status::NoService, msg);
         };
@@ -561,7 +590,7 @@ impl Core {
         // CloudI's list has one entry per subscription already.
         let dests = match crate::cloudi::rules::excluded(&self.instances, id) {
             Some(sender) => crate::cloudi::rules::mcast_destinations(&mut self.registry, s.name, sender),
-            None if self.cluster.is_some() => {
+            None if self.cluster.is_some() || self.shard.count > 1 => {
                 crate::cluster::one_per_remote_instance(self, self.registry.lookup_all(s.name))
             }
             None => self.registry.lookup_all(s.name),
@@ -630,7 +659,7 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
     let timeout = remaining_ms(r.deadline, now);
     let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
     match &inst.endpoint {
-        Endpoint::Socket(out) | Endpoint::Remote(out) => {
+        Endpoint::Socket(out) | Endpoint::Remote(out) | Endpoint::Shard(out) => {
             out.push(|b| {
                 crate::frames::request(
                     b,

@@ -26,6 +26,10 @@ pub type Shared = Rc<RefCell<Core>>;
 /// one round to answer the PING, two more for a slow scheduler.
 pub const HUNG_AFTER_ROUNDS: u32 = 3;
 
+/// Instance ids at the top of the range, kept for the stamps of the
+/// trans_ids shards originate (`Core::set_shard`).
+const MAX_THREADS_STAMPS: u32 = crate::config::MAX_THREADS + 1;
+
 /// Settings the routing code needs on every request.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -127,6 +131,24 @@ pub struct Core {
     last_keepalive: Instant,
     /// Open WebSocket connections of the HTTP gateways (admin API, metrics).
     pub websockets: Rc<crate::internal::WebSocketTable>,
+    /// This shard's index and the number of shards (`core.threads`):
+    /// instance ids are given in steps of `count` from `index + 1`, so that
+    /// ids (and the trans_ids stamped with them) never meet across shards.
+    pub shard: ShardIndex,
+    /// Pseudo-instances (other nodes, other shards): they hold no
+    /// connection and do not count against max_connections.
+    pub pseudo_instances: usize,
+}
+
+/// Where a core stands among the shards of one process.
+#[derive(Debug, Clone, Copy)]
+pub struct ShardIndex {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl ShardIndex {
+    pub const ALONE: ShardIndex = ShardIndex { index: 0, count: 1 };
 }
 
 /// What a connection learns when its HELLO is accepted.
@@ -168,6 +190,8 @@ impl Core {
             handshake_refusals: Throttle::default(),
             last_keepalive: Instant::now(),
             websockets: Rc::default(),
+            shard: ShardIndex::ALONE,
+            pseudo_instances: 0,
         }
     }
 
@@ -181,14 +205,36 @@ impl Core {
         self.now
     }
 
+    /// Makes this core shard `index` of `count` (before anything is admitted).
+    pub fn set_shard(&mut self, shard: ShardIndex) {
+        self.shard = shard;
+        self.next_instance = shard.index + 1;
+        // The trans_ids this shard originates (multicast copies) are stamped
+        // with an instance id no instance gets: 0 on shard 0 (as with one
+        // thread), u32::MAX - index on the others.
+        let stamp = if shard.index == 0 { 0 } else { u32::MAX - shard.index };
+        self.ids = TransIdGen::new(self.limits.node_id, stamp);
+    }
+
     fn new_id(&mut self) -> InstanceId {
+        let (first, step) = (self.shard.index + 1, self.shard.count);
+        // Leave the top ids to the shards' own stamps (set_shard).
+        let last = u32::MAX - MAX_THREADS_STAMPS;
         loop {
             let id = self.next_instance;
-            self.next_instance = self.next_instance.checked_add(1).unwrap_or(1);
+            self.next_instance = match self.next_instance.checked_add(step) {
+                Some(n) if n <= last => n,
+                _ => first,
+            };
             if id != 0 && !self.instances.contains_key(&id) {
                 return id;
             }
         }
+    }
+
+    /// Connections and internal instances: what max_connections bounds.
+    pub fn connections(&self) -> usize {
+        self.instances.len() - self.pseudo_instances
     }
 
     /// Admits a connection that sent HELLO: a managed process's thread (by
@@ -204,7 +250,7 @@ impl Core {
         if self.shutting_down {
             return Err((Status::ShuttingDown, "the core is shutting down".into()));
         }
-        if self.instances.len() as u32 >= self.limits.max_connections {
+        if self.connections() as u32 >= self.limits.max_connections {
             return Err((
                 Status::InvalidArgument,
                 format!("connection limit reached ({} instances, core.max_connections)", self.limits.max_connections),
@@ -296,6 +342,23 @@ impl Core {
         let id = self.new_id();
         let who = Identity { prefix: Rc::from(""), label, origin: None, window: options.max_window, options, metrics };
         self.instances.insert(id, Instance::new(id, who, Endpoint::Remote(outbox)));
+        self.pseudo_instances += 1;
+        id
+    }
+
+    /// Registers another shard of this core as a pseudo-instance
+    /// (src/shards): its outbox is passed to that shard's thread.
+    pub fn admit_shard(
+        &mut self,
+        label: String,
+        options: Rc<ServiceOptions>,
+        metrics: Rc<ServiceMetrics>,
+        outbox: Rc<crate::instance::Outbox>,
+    ) -> InstanceId {
+        let id = self.new_id();
+        let who = Identity { prefix: Rc::from(""), label, origin: None, window: options.max_window, options, metrics };
+        self.instances.insert(id, Instance::new(id, who, Endpoint::Shard(outbox)));
+        self.pseudo_instances += 1;
         id
     }
 
@@ -309,7 +372,10 @@ impl Core {
         self.refresh_now();
         self.drop_held_of(id);
         let Some(mut inst) = self.instances.remove(&id) else { return };
-        for p in &inst.subscriptions {
+        if inst.endpoint.is_pseudo() {
+            self.pseudo_instances -= 1;
+        }
+        for p in inst.subscriptions.iter() {
             self.registry.unsubscribe(p, id);
         }
         if let Some(o) = &inst.origin {
@@ -344,7 +410,7 @@ impl Core {
     pub fn respond(&self, sender: InstanceId, tid: &TransId, status: Status, info: &[u8], body: &[u8]) {
         let Some(inst) = self.instances.get(&sender) else { return };
         match &inst.endpoint {
-            Endpoint::Socket(out) | Endpoint::Remote(out) => {
+            Endpoint::Socket(out) | Endpoint::Remote(out) | Endpoint::Shard(out) => {
                 out.push(|b| crate::frames::response(b, *tid, status, info, body));
             }
             Endpoint::Internal(inbox) => inbox.deliver(crate::instance::Response {
@@ -502,7 +568,7 @@ impl Core {
                 continue;
             }
             inst.retiring = true;
-            for p in std::mem::take(&mut inst.subscriptions) {
+            for p in inst.subscriptions.take() {
                 self.registry.unsubscribe(&p, *id);
             }
             let m = inst.metrics.clone();

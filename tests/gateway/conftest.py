@@ -24,6 +24,9 @@ PROBE = Path(__file__).resolve().parent / "services" / "probe.py"
 
 # The main gateway's limits, short so that the tests stay fast.
 TIMEOUT_MS = 1000
+# core.threads of the cores the tests start: CUMULO_TEST_THREADS, else 1 (the
+# test command runs the suites once with 1 and once with 2).
+THREADS = int(os.environ.get("CUMULO_TEST_THREADS", "1"))
 HEADER_TIMEOUT_MS = 1000
 BODY_TIMEOUT_MS = 1000
 MAX_BODY = 64 * 1024
@@ -123,6 +126,7 @@ def cloud(built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clo
     config = f"""
 [core]
 socket = "{work}/cumulo.sock"
+threads = {THREADS}
 
 # The gateway under test.
 [[service]]

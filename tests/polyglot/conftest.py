@@ -23,6 +23,9 @@ from sdks import BY_NAME, CLOUDI_HTTP_REQ, EXAMPLES, PYTHON, ROOT, SDKS, SERVICE
 
 HERE = Path(__file__).resolve().parent
 CUMULO_BIN = ROOT / "target" / "release" / "cumulo"
+# core.threads of the cores the tests start: CUMULO_TEST_THREADS, else 1 (the
+# test command runs the suites once with 1 and once with 2).
+THREADS = int(os.environ.get("CUMULO_TEST_THREADS", "1"))
 
 # Every http_req example of examples/cumulo.toml, named as it subscribes
 # (<lang>.xml/get): each SDK's (sdks.py), then those written against CloudI's APIs.
@@ -188,7 +191,8 @@ def faulty_services(b: Built) -> list[dict]:
 
 def write_config(path: Path, socket: Path, services: list[dict], admin_port: int = 0) -> None:
     # Clients send with the default timeouts: generous ones, for a loaded machine.
-    lines = ["[admin]", f"port = {admin_port}", "", "[core]", f"socket = {_toml(str(socket))}", "", "[core.unmanaged]",
+    lines = ["[admin]", f"port = {admin_port}", "", "[core]", f"socket = {_toml(str(socket))}",
+             f"threads = {THREADS}", "", "[core.unmanaged]",
              f"timeout_sync = {CLIENT_DEFAULT_TIMEOUT_MS}", f"timeout_async = {CLIENT_DEFAULT_TIMEOUT_MS}", ""]
     for svc in services:
         lines.append("[[service]]")

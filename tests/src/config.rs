@@ -164,7 +164,7 @@ impl Config {
     }
 
     pub fn render(&self, socket: &str) -> String {
-        let mut t = format!("[core]\nsocket = {}\n", q(socket));
+        let mut t = format!("[core]\nsocket = {}\nthreads = {}\n", q(socket), test_threads());
         for l in &self.core {
             t.push_str(l);
             t.push('\n');
@@ -195,4 +195,10 @@ impl Config {
         }
         t
     }
+}
+
+/// `core.threads` of the cores the tests start: `CUMULO_TEST_THREADS`, else 1
+/// (the test command runs the suites once with 1 and once with 2).
+pub fn test_threads() -> u32 {
+    std::env::var("CUMULO_TEST_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }

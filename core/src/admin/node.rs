@@ -71,7 +71,7 @@ pub fn status(ctx: &AdminContext) -> Answer {
             "log_level": ctx.log.current(),
             "services": { "total": services.len(), "by_status": by_status },
             "processes": core.processes.len(),
-            "instances": core.instances.len(),
+            "instances": core.connections(),
             "subscriptions": core.registry.patterns().count(),
             "requests_in_flight": core.inflight.len(),
             "requests_queued": queued,

@@ -142,7 +142,7 @@ pub fn render(ctx: &AdminContext) -> String {
         "cumulo_connections",
         "gauge",
         "Instances connected (all services, internal and unmanaged included).",
-        core.instances.len() as u64,
+        core.connections() as u64,
     );
     global("cumulo_services", "gauge", "Services the supervisor runs.", ctx.supervisor.services().len() as u64);
     p.header("cumulo_build_info", "gauge", "The core's version.");

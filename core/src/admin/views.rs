@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 /// gathers unmanaged instances. One pass over the instances.
 pub fn load_by_service(core: &Core) -> ahash::AHashMap<Option<ServiceId>, (u64, u64)> {
     let mut m: ahash::AHashMap<Option<ServiceId>, (u64, u64)> = ahash::AHashMap::new();
-    for inst in core.instances.values() {
+    for inst in core.instances.values().filter(|i| !i.endpoint.is_pseudo()) {
         let e = m.entry(inst.origin.as_ref().map(|o| o.service)).or_default();
         e.0 += 1;
         e.1 += inst.queue.len() as u64;

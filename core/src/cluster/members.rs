@@ -270,27 +270,8 @@ impl Membership {
         if !refused.is_empty() {
             tracing::warn!(node, "node {node}: {} remote patterns ignored, e.g. {}", refused.len(), refused[0]);
         }
-        let id = m.instance;
         core.now = Instant::now();
-        for (p, have) in m.applied.iter_mut() {
-            let want = wanted.get(p).copied().unwrap_or(0);
-            while *have > want {
-                let _ = core.unsubscribe(id, p);
-                *have -= 1;
-            }
-        }
-        m.applied.retain(|_, n| *n > 0);
-        for (p, want) in wanted {
-            let have = m.applied.entry(p.clone()).or_default();
-            while *have < want {
-                if let Err((_, why)) = core.subscribe(id, &p) {
-                    tracing::warn!(node, "node {node}: remote pattern {p} not subscribed: {why}");
-                    break;
-                }
-                *have += 1;
-            }
-        }
-        m.applied.retain(|_, n| *n > 0);
+        sync_subscriptions(core, m.instance, &mut m.applied, wanted, &format!("node {node}"));
         m.applied_version = version;
         m.announced = m.announced.max(version);
         tracing::debug!(node, "node {node}: subscriptions at version {version} ({} patterns)", m.applied.len());
@@ -314,4 +295,35 @@ impl Membership {
         }
         out
     }
+}
+
+/// Subscribes or unsubscribes pseudo-instance `id` so that each pattern of
+/// `wanted` has its count (`applied` is what it holds, kept up to date).
+/// `peer` names the node or shard in warnings.
+pub fn sync_subscriptions(
+    core: &mut Core,
+    id: InstanceId,
+    applied: &mut AHashMap<String, u32>,
+    wanted: AHashMap<String, u32>,
+    peer: &str,
+) {
+    for (p, have) in applied.iter_mut() {
+        let want = wanted.get(p).copied().unwrap_or(0);
+        while *have > want {
+            let _ = core.unsubscribe(id, p);
+            *have -= 1;
+        }
+    }
+    applied.retain(|_, n| *n > 0);
+    for (p, want) in wanted {
+        let have = applied.entry(p.clone()).or_default();
+        while *have < want {
+            if let Err((_, why)) = core.subscribe(id, &p) {
+                tracing::warn!("{peer}: pattern {p} not subscribed: {why}");
+                break;
+            }
+            *have += 1;
+        }
+    }
+    applied.retain(|_, n| *n > 0);
 }

@@ -34,14 +34,13 @@ use cumulo_proto::{Request, Status};
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Multicast destinations with each remote node repeated once per instance
+/// Multicast destinations with each remote node (or other shard) repeated once per instance
 /// it has on the matched pattern: each copy is served by another of its
 /// instances (the receiving node hands them out in turn).
 pub fn one_per_remote_instance(core: &Core, dests: Vec<(InstanceId, Rc<str>)>) -> Vec<(InstanceId, Rc<str>)> {
     let mut out = Vec::with_capacity(dests.len());
     for (id, pattern) in dests {
-        let remote =
-            core.instances.get(&id).is_some_and(|i| matches!(i.endpoint, crate::instance::Endpoint::Remote(_)));
+        let remote = core.instances.get(&id).is_some_and(|i| i.endpoint.is_pseudo());
         let copies = if remote { core.registry.count(&pattern, id).max(1) } else { 1 };
         out.extend(std::iter::repeat_n((id, pattern), copies as usize));
     }
@@ -52,6 +51,9 @@ pub fn one_per_remote_instance(core: &Core, dests: Vec<(InstanceId, Rc<str>)>) -
 /// request here, routed to a local instance only (the pseudo-instance's
 /// dest_refresh), with the time the sender had left.
 pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
+    if core.inflight.get(&r.trans_id).is_some_and(|f| f.dest == from) {
+        return come_back(core, from, r);
+    }
     if core.inflight.contains_key(&r.trans_id) {
         let msg = format!("trans_id {} is already in flight on this node", r.trans_id);
         return core.respond(from, &r.trans_id, Status::Malformed, b"", msg.as_bytes());
@@ -76,6 +78,36 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         request: r.request,
     };
     core.route(&route, false, timeout);
+}
+
+/// A request this side sent to `from`, forwarded back here by the instance
+/// there that had it: it goes on from here as a forward, under the entry
+/// and timer it already has; the other side is told (a RESPONSE to its copy)
+/// so that it ends its entry too, and the answer it sends back for that
+/// copy is dropped here as late.
+fn come_back(core: &mut Core, from: InstanceId, r: &Request<'_>) {
+    if let Some(inst) = core.instances.get_mut(&from) {
+        if let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) {
+            inst.delivered.swap_remove(i);
+        }
+    }
+    core.respond(from, &r.trans_id, Status::Ok, b"", b"forwarded back");
+    let Some(f) = core.inflight.get(&r.trans_id) else { return };
+    let route = Route {
+        trans_id: r.trans_id,
+        sender: f.sender,
+        deadline: f.deadline,
+        priority: r.priority,
+        flags: f.flags,
+        wait_for_service: false,
+        name: r.name,
+        request_info: r.request_info,
+        request: r.request,
+    };
+    let timeout = f.timeout_ms;
+    core.stats.forwards += 1;
+    core.route(&route, true, timeout);
+    core.pump(from);
 }
 
 #[cfg(test)]

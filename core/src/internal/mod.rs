@@ -19,6 +19,7 @@ pub use filesystem::{path as filesystem_path, range as filesystem_range};
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[doc(hidden)]
 pub use http::fuzzing as http_fuzzing;
+pub use http::share_ports_across_shards;
 /// Why a WebSocket connection ended (the admin API closes them).
 pub use http::websocket as http_websocket;
 pub use http::websocket::Table as WebSocketTable;

@@ -51,6 +51,22 @@ impl Supervisor {
                 }
             }
             *slot.internal_ids.borrow_mut() = ids.clone();
+            // An HTTP gateway runs on every shard: the others start (or
+            // restart) their instances of this slot as this one did.
+            let shards = self.shards.get().filter(|_| name == "http");
+            if let Some(links) = shards {
+                let options = svc.options.borrow().as_ref().clone();
+                let spec = || {
+                    Some(crate::shards::GatewaySpec {
+                        prefix: svc.prefix.to_string(),
+                        settings: cfg.settings.clone(),
+                        options: options.clone(),
+                        count_process: cfg.count_process,
+                        count_thread: cfg.count_thread,
+                    })
+                };
+                links.order_gateway((svc.id, slot.index), cfg.timeout_terminate, spec).await;
+            }
             slot.set(ProcState::Running, false);
             let restart = tokio::select! {
                 _ = slot.restart.notified() => true,
@@ -59,6 +75,9 @@ impl Supervisor {
             slot.set(ProcState::Stopping, false);
             let why = format!("internal service {} ({}) stopped before handling the request", svc.id, svc.prefix);
             self.core.borrow_mut().retire_instances(&ids, cfg.timeout_terminate, &why);
+            if let Some(links) = shards {
+                links.order_gateway((svc.id, slot.index), cfg.timeout_terminate, || None).await;
+            }
             cancel.cancel();
             for t in tasks {
                 let _ = t.await;

@@ -45,6 +45,8 @@ pub struct Supervisor {
     /// Slot tasks still running.
     running: Cell<usize>,
     all_stopped: Notify,
+    /// The other shards (`core.threads` > 1): HTTP gateways run on each.
+    shards: std::cell::OnceCell<Rc<crate::shards::Links>>,
 }
 
 impl Supervisor {
@@ -58,7 +60,13 @@ impl Supervisor {
             stopping: CancellationToken::new(),
             running: Cell::new(0),
             all_stopped: Notify::new(),
+            shards: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Lets the supervisor run HTTP gateways on the other shards too.
+    pub fn set_shards(&self, links: Rc<crate::shards::Links>) {
+        let _ = self.shards.set(links);
     }
 
     /// Starts the services of the config file; they get ids 1, 2, ... in

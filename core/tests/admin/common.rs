@@ -61,7 +61,7 @@ impl Http {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -78,6 +78,15 @@ impl TestCore {
     /// A core whose keep-alive round is `keepalive_ms` (its pings and their
     /// answers are work the core does: a long round leaves it idle).
     pub fn start_keepalive(services: &str, token: Option<&str>, keepalive_ms: u32) -> TestCore {
+        TestCore::start_full(services, token, keepalive_ms, test_threads())
+    }
+
+    /// A core on `threads` threads (`core.threads`), whatever the suite's.
+    pub fn start_threads(services: &str, threads: u32) -> TestCore {
+        TestCore::start_full(services, None, 1000, threads)
+    }
+
+    fn start_full(services: &str, token: Option<&str>, keepalive_ms: u32, threads: u32) -> TestCore {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("cumulo-e2e-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -88,8 +97,8 @@ impl TestCore {
             let port = free_port();
             let token_line = token.map(|t| format!("token = \"{t}\"\n")).unwrap_or_default();
             let text = format!(
-                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
-                socket.display()
+                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\nthreads = {threads}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
+                socket.display(),
             );
             let config = dir.join("cumulo.toml");
             std::fs::write(&config, text).unwrap();
@@ -300,4 +309,10 @@ pub fn http_req_service(count_process: u32) -> String {
         "[[service]]\nprefix = \"/tests/http_req/\"\npath = {}\ncount_process = {count_process}\n",
         toml_str(&http_req())
     )
+}
+
+/// `core.threads` of the cores the tests start: `CUMULO_TEST_THREADS`, else 1
+/// (the test command runs the suites once with 1 and once with 2).
+pub fn test_threads() -> u32 {
+    std::env::var("CUMULO_TEST_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }

@@ -5,6 +5,7 @@ mod auth;
 mod cli;
 mod common;
 mod connections;
+mod gateway_shards;
 mod logs;
 mod metrics;
 mod openapi;

@@ -4,6 +4,9 @@
 //! disconnecting, played against `Core::handle_frame` and the rest of the
 //! state (with an echo service and the real timer loop, on a paused clock).
 //!
+//! The core runs as two shards (`core.threads` = 2): instances connect to
+//! either, so requests, answers, multicasts and forwards cross between them.
+//!
 //! Besides "no panic" and "only valid frames out", it checks the core's
 //! central promise: once every timeout has passed, every request an
 //! instance sent (and every multicast copy) got exactly one RESPONSE.
@@ -70,6 +73,8 @@ enum Stamp {
 }
 
 struct Conn {
+    /// The shard it is connected to.
+    shard: usize,
     id: u32,
     outbox: Rc<Outbox>,
     alive: bool,
@@ -83,7 +88,7 @@ struct Conn {
 }
 
 struct World {
-    core: Shared,
+    cores: Vec<Shared>,
     conns: Vec<Conn>,
 }
 
@@ -93,11 +98,17 @@ impl World {
         (!alive.is_empty()).then(|| alive[who as usize % alive.len()])
     }
 
-    fn connect(&mut self, prefix: &str, window: u8) {
+    fn core(&self, i: usize) -> &Shared {
+        &self.cores[self.conns[i].shard]
+    }
+
+    fn connect(&mut self, shard: usize, prefix: &str, window: u8) {
         let outbox = Outbox::new(fuzzing::small_limits().max_outbox);
-        let admitted = self.core.borrow_mut().admit("", prefix, 0, window as u32, Endpoint::Socket(outbox.clone()));
+        let admitted =
+            self.cores[shard].borrow_mut().admit("", prefix, 0, window as u32, Endpoint::Socket(outbox.clone()));
         if let Ok(a) = admitted {
             self.conns.push(Conn {
+                shard,
                 id: a.id,
                 outbox,
                 alive: true,
@@ -124,7 +135,7 @@ impl World {
         if let Frame::Forward(s) = &frame {
             self.conns[i].delivered.retain(|t| *t != s.trans_id);
         }
-        let mut c = self.core.borrow_mut();
+        let mut c = self.cores[self.conns[i].shard].borrow_mut();
         c.now = Instant::now();
         if let Err((status, msg)) = c.handle_frame(id, frame) {
             let out = &self.conns[i].outbox;
@@ -154,7 +165,7 @@ impl World {
     }
 
     fn handle_bytes(&mut self, i: usize, bytes: &[u8]) {
-        let max = self.core.borrow().limits.max_frame;
+        let max = self.core(i).borrow().limits.max_frame;
         match cumulo_proto::next_frame_len(bytes, max) {
             Ok(Some(n)) => match cumulo_proto::decode(&bytes[cumulo_proto::LEN_PREFIX..n]) {
                 Ok(f) => self.handle(i, f),
@@ -167,7 +178,7 @@ impl World {
 
     fn disconnect(&mut self, i: usize) {
         self.drain(i);
-        self.core.borrow_mut().remove_instance(self.conns[i].id, "closed by the fuzzer");
+        self.core(i).borrow_mut().remove_instance(self.conns[i].id, "closed by the fuzzer");
         self.conns[i].outbox.close();
         self.conns[i].alive = false;
     }
@@ -192,9 +203,9 @@ impl World {
         if conn.outbox.overflowed.get() {
             // The core closed it as a slow consumer; the reader task would
             // now remove it.
-            let id = conn.id;
+            let (id, shard) = (conn.id, conn.shard);
             conn.alive = false;
-            self.core.borrow_mut().remove_instance(id, "slow consumer");
+            self.cores[shard].borrow_mut().remove_instance(id, "slow consumer");
         }
     }
 
@@ -207,13 +218,16 @@ impl World {
 
 fuzz_target!(|ops: Vec<Op>| {
     fuzzing::run(async {
-        let core = fuzzing::start_core(fuzzing::small_limits()).await;
-        let mut w = World { core, conns: vec![] };
-        w.connect("/a/", 1);
-        w.connect("/b/", 4);
+        let cores = fuzzing::start_shards(fuzzing::small_limits(), 2).await;
+        let mut w = World { cores, conns: vec![] };
+        w.connect(0, "/a/", 1);
+        w.connect(1, "/b/", 4);
         for op in ops.iter().take(256) {
             match op {
-                Op::Connect { prefix, window } => w.connect(PREFIXES[*prefix as usize % PREFIXES.len()], *window),
+                Op::Connect { prefix, window } => {
+                    let shard = *prefix as usize / PREFIXES.len() % w.cores.len();
+                    w.connect(shard, PREFIXES[*prefix as usize % PREFIXES.len()], *window)
+                }
                 Op::Wait { ms } => tokio::time::sleep(Duration::from_millis(*ms as u64)).await,
                 op => {
                     let who = match op {
@@ -300,6 +314,10 @@ fuzz_target!(|ops: Vec<Op>| {
                         Op::Connect { .. } | Op::Wait { .. } => unreachable!(),
                     }
                 }
+            }
+            // What crossed between the shards arrives.
+            for _ in 0..16 {
+                tokio::task::yield_now().await;
             }
             w.drain_all();
         }

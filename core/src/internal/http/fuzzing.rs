@@ -13,7 +13,6 @@ use crate::instance::Response;
 use crate::internal::InternalApi;
 use crate::state::Shared;
 use cumulo_proto::{Status, TransId};
-use std::cell::Cell;
 use std::rc::Rc;
 use tokio_util::sync::CancellationToken;
 
@@ -79,7 +78,7 @@ where
         http: builder(&s),
         framing: framing_limits(&s),
         timeouts: timeouts(&s),
-        open: Rc::new(Cell::new(1)),
+        open: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1)),
     };
     conn.serve(stream, "127.0.0.1:1".into(), CancellationToken::new()).await;
     Ok(())

@@ -26,6 +26,7 @@ use settings::Settings;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Pending connections the kernel keeps before `accept`: a burst of new
 /// clients waits there instead of being dropped and retried a second later.
@@ -79,11 +80,24 @@ fn bind(s: &Settings) -> Result<std::net::TcpListener, String> {
     })
 }
 
+/// Set when the core runs several shards (`core.threads` > 1): each shard
+/// binds the gateway's port with SO_REUSEPORT and the kernel spreads new
+/// connections among them. Read once per bind, never on a request.
+static SHARE_PORTS: AtomicBool = AtomicBool::new(false);
+
+/// Lets every shard bind the gateways' ports (see [`SHARE_PORTS`]).
+pub fn share_ports_across_shards() {
+    SHARE_PORTS.store(true, Ordering::Relaxed);
+}
+
 fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     // A restarted core can bind again while old connections sit in TIME_WAIT.
     socket.set_reuse_address(true)?;
+    if SHARE_PORTS.load(Ordering::Relaxed) {
+        socket.set_reuse_port(true)?;
+    }
     socket.bind(&addr.into())?;
     socket.listen(LISTEN_BACKLOG)?;
     socket.set_nonblocking(true)?;

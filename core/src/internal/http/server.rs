@@ -12,9 +12,12 @@ use crate::log_throttle::Throttle;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::cell::Cell;
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -33,7 +36,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     };
     let gateway = Rc::new(gateway);
     let http = builder(&settings);
-    let open = Rc::new(Cell::new(0usize));
+    let open = open_count(listener.local_addr().ok());
     // Cancelled when this future is dropped (the core stops): open
     // connections finish their current request and close.
     let stopping = CancellationToken::new();
@@ -44,7 +47,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     loop {
         match listener.accept().await {
             Ok((stream, remote)) => {
-                if open.get() >= settings.max_connections {
+                if open.load(Ordering::Relaxed) >= settings.max_connections {
                     refuse(stream, &gateway);
                     refusals.warn(|n| {
                         format!("http: {n} connections refused: max_connections ({}) reached", settings.max_connections)
@@ -52,7 +55,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                     continue;
                 }
                 let _ = stream.set_nodelay(true);
-                open.set(open.get() + 1);
+                open.fetch_add(1, Ordering::Relaxed);
                 let conn = Connection {
                     gateway: gateway.clone(),
                     http: http.clone(),
@@ -70,6 +73,22 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
             }
         }
     }
+}
+
+/// Open connections of the gateway listening on `addr`, shared by every
+/// shard that listens there (`core.threads` > 1): `max_connections` bounds
+/// the gateway, not each shard. Touched once per connection, not per request.
+fn open_count(addr: Option<SocketAddr>) -> Arc<AtomicUsize> {
+    static COUNTS: OnceLock<Mutex<HashMap<SocketAddr, Weak<AtomicUsize>>>> = OnceLock::new();
+    let Some(addr) = addr else { return Arc::default() };
+    let mut counts = COUNTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    counts.retain(|_, c| c.strong_count() > 0);
+    if let Some(c) = counts.get(&addr).and_then(Weak::upgrade) {
+        return c;
+    }
+    let c = Arc::new(AtomicUsize::new(0));
+    counts.insert(addr, Arc::downgrade(&c));
+    c
 }
 
 pub(super) fn builder(s: &Settings) -> http1::Builder {
@@ -112,7 +131,7 @@ pub(super) struct Connection {
     /// The head and answer deadlines (deadlines.rs).
     pub timeouts: Timeouts,
     /// Open connections, decremented when this one is dropped.
-    pub open: Rc<Cell<usize>>,
+    pub open: Arc<AtomicUsize>,
 }
 
 impl Connection {
@@ -189,7 +208,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.open.set(self.open.get() - 1);
+        self.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -1,0 +1,421 @@
+//! Two shards in one test: requests, multicast, forwards, queue order,
+//! timeouts and a dying instance across them. Both shards run on the test's
+//! thread (the channels are the daemon's; only the threads differ), on a
+//! paused clock, so each test is deterministic; `across_real_threads` runs
+//! one shard on a thread of its own.
+
+use super::*;
+use crate::config::ServiceOptions;
+use crate::fuzzing::small_limits;
+use crate::instance::Endpoint;
+use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
+use std::cell::RefCell;
+use std::time::Duration;
+
+/// A frame a client received, owned.
+#[derive(Debug, Clone)]
+struct Got {
+    kind: &'static str,
+    trans_id: TransId,
+    status: u16,
+    body: Vec<u8>,
+    priority: i8,
+    flags: u8,
+}
+
+/// A socket instance driven by hand: frames in through `handle_frame`,
+/// frames out read from its outbox.
+struct Client {
+    core: Shared,
+    id: InstanceId,
+    out: Rc<Outbox>,
+    ids: RefCell<TransIdGen>,
+}
+
+impl Client {
+    fn connect(core: &Shared, prefix: &str, window: u32) -> Client {
+        let out = Outbox::new(1 << 20);
+        let a = core.borrow_mut().admit("", prefix, 0, window, Endpoint::Socket(out.clone())).expect("admitted");
+        let node = core.borrow().limits.node_id;
+        Client { core: core.clone(), id: a.id, out, ids: RefCell::new(TransIdGen::new(node, a.id)) }
+    }
+
+    fn frame(&self, f: Frame<'_>) {
+        let mut c = self.core.borrow_mut();
+        c.now = Instant::now();
+        c.handle_frame(self.id, f).expect("a well-formed frame");
+    }
+
+    fn subscribe(&self, pattern: &str) {
+        self.core.borrow_mut().subscribe(self.id, pattern).expect("subscribed");
+    }
+
+    fn send(&self, name: &str, body: &[u8], timeout: u32, priority: i8) -> TransId {
+        let tid = self.ids.borrow_mut().next();
+        let s = Send { trans_id: tid, timeout, priority, flags: 0, name, request_info: b"", request: body };
+        self.frame(Frame::SendSync(s));
+        tid
+    }
+
+    fn mcast(&self, name: &str) {
+        let tid = self.ids.borrow_mut().next();
+        let s = Send { trans_id: tid, timeout: 5000, priority: 0, flags: 0, name, request_info: b"", request: b"m" };
+        self.frame(Frame::McastAsync(s));
+    }
+
+    fn ret(&self, tid: TransId, body: &[u8]) {
+        let r = cumulo_proto::Return { trans_id: tid, status: 0, response_info: b"", response: body };
+        self.frame(Frame::Return(r));
+    }
+
+    fn forward(&self, tid: TransId, name: &str) {
+        let s = Send { trans_id: tid, timeout: 0, priority: 0, flags: 0, name, request_info: b"", request: b"fwd" };
+        self.frame(Frame::Forward(s));
+    }
+
+    /// Frames received since the last call.
+    fn got(&self) -> Vec<Got> {
+        let bytes = self.out.take();
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Ok(Some(n)) = cumulo_proto::next_frame_len(&bytes[at..], u32::MAX) {
+            let f = cumulo_proto::decode(&bytes[at + cumulo_proto::LEN_PREFIX..at + n]).expect("decodes");
+            at += n;
+            let g = match f {
+                Frame::Request(r) => Got {
+                    kind: "REQUEST",
+                    trans_id: r.trans_id,
+                    status: 0,
+                    body: r.request.to_vec(),
+                    priority: r.priority,
+                    flags: r.flags,
+                },
+                Frame::Response(r) => Got {
+                    kind: "RESPONSE",
+                    trans_id: r.trans_id,
+                    status: r.status,
+                    body: r.response.to_vec(),
+                    priority: 0,
+                    flags: 0,
+                },
+                other => Got {
+                    kind: other.type_name(),
+                    trans_id: TransId::default(),
+                    status: 0,
+                    body: vec![],
+                    priority: 0,
+                    flags: 0,
+                },
+            };
+            out.push(g);
+        }
+        out
+    }
+
+    fn requests(&self) -> Vec<Got> {
+        self.got().into_iter().filter(|g| g.kind == "REQUEST").collect()
+    }
+
+    fn responses(&self) -> Vec<Got> {
+        self.got().into_iter().filter(|g| g.kind == "RESPONSE").collect()
+    }
+}
+
+/// Two linked shards with their timer loops. Call inside a `LocalSet`.
+fn two_shards() -> (Shared, Shared) {
+    let mut ends = channels(2);
+    let (e1, e0) = (ends.pop().unwrap(), ends.pop().unwrap());
+    let new = || Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
+    let (a, b) = (new(), new());
+    attach(&a, e0);
+    attach(&b, e1);
+    tokio::task::spawn_local(crate::daemon::timer_loop(a.clone()));
+    tokio::task::spawn_local(crate::daemon::timer_loop(b.clone()));
+    (a, b)
+}
+
+/// Lets the shards' tasks pass everything that is waiting.
+async fn settle() {
+    for _ in 0..64 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[test]
+fn a_request_crosses_shards_and_its_answer_comes_back() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let server = Client::connect(&b, "/s/", 1);
+        server.subscribe("echo");
+        settle().await;
+        assert_eq!(a.borrow_mut().registry.lookup("/s/echo").map(|e| e.instances.len()), Some(1), "replicated");
+        let client = Client::connect(&a, "/c/", 1);
+        let tid = client.send("/s/echo", b"hello", 5000, 0);
+        settle().await;
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 1);
+        assert_eq!((reqs[0].trans_id, &reqs[0].body[..]), (tid, &b"hello"[..]));
+        server.ret(tid, b"world");
+        settle().await;
+        let resp = client.responses();
+        assert_eq!(resp.len(), 1);
+        assert_eq!((resp[0].trans_id, resp[0].status, &resp[0].body[..]), (tid, 0, &b"world"[..]));
+        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty(), "nothing left in flight");
+        // The pseudo-instances hold no connection.
+        assert_eq!((a.borrow().connections(), b.borrow().connections()), (1, 1));
+    });
+}
+
+#[test]
+fn closest_prefers_an_instance_on_the_same_shard() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let near = Client::connect(&a, "/s/", 64);
+        let far = Client::connect(&b, "/s/", 64);
+        near.subscribe("x");
+        far.subscribe("x");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 64);
+        for _ in 0..20 {
+            client.send("/s/x", b"", 5000, 0);
+        }
+        settle().await;
+        assert_eq!((near.requests().len(), far.requests().len()), (20, 0));
+        // With the near one gone, the other shard serves.
+        a.borrow_mut().remove_instance(near.id, "test");
+        client.send("/s/x", b"", 5000, 0);
+        settle().await;
+        assert_eq!(far.requests().len(), 1);
+    });
+}
+
+#[test]
+fn mcast_reaches_every_instance_on_both_shards_and_every_answer_comes_back() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let servers = [Client::connect(&a, "/s/", 4), Client::connect(&b, "/s/", 4), Client::connect(&b, "/s/", 4)];
+        for s in &servers {
+            s.subscribe("m");
+        }
+        settle().await;
+        let client = Client::connect(&a, "/c/", 4);
+        client.mcast("/s/m");
+        settle().await;
+        let sent = client.got();
+        assert_eq!(sent.iter().filter(|g| g.kind == "MCAST_SENT").count(), 1);
+        for s in &servers {
+            let reqs = s.requests();
+            assert_eq!(reqs.len(), 1, "one copy per instance");
+            assert_ne!(reqs[0].flags & REQUEST_MCAST, 0);
+            s.ret(reqs[0].trans_id, b"ok");
+        }
+        settle().await;
+        let resp = client.responses();
+        assert_eq!(resp.len(), 3);
+        assert!(resp.iter().all(|r| r.status == 0 && r.body == b"ok"));
+    });
+}
+
+#[test]
+fn a_forward_crosses_shards_twice_and_the_sender_gets_the_final_answer() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let first = Client::connect(&b, "/first/", 1);
+        first.subscribe("x");
+        let second = Client::connect(&a, "/second/", 1);
+        second.subscribe("y");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 1);
+        let tid = client.send("/first/x", b"", 5000, 0);
+        settle().await;
+        assert_eq!(first.requests().len(), 1);
+        first.forward(tid, "/second/y");
+        settle().await;
+        let reqs = second.requests();
+        assert_eq!(reqs.len(), 1);
+        assert_eq!((reqs[0].trans_id, &reqs[0].body[..]), (tid, &b"fwd"[..]));
+        second.ret(tid, b"final");
+        settle().await;
+        let resp = client.responses();
+        assert_eq!(resp.len(), 1);
+        assert_eq!((resp[0].status, &resp[0].body[..]), (0, &b"final"[..]));
+        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+    });
+}
+
+#[test]
+fn one_receiver_takes_requests_from_both_shards_in_priority_then_fifo_order() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let server = Client::connect(&b, "/s/", 1);
+        server.subscribe("q");
+        settle().await;
+        let (far, near) = (Client::connect(&a, "/c/", 8), Client::connect(&b, "/c/", 8));
+        let first = near.send("/s/q", b"first", 5000, 0);
+        settle().await;
+        // Order is arrival order at the receiver's shard: a request from
+        // the other shard arrives once its batch has crossed.
+        far.send("/s/q", b"a", 5000, 5);
+        settle().await;
+        near.send("/s/q", b"b", 5000, 5);
+        settle().await;
+        far.send("/s/q", b"c", 5000, -5);
+        far.send("/s/q", b"d", 5000, 5);
+        settle().await;
+        let mut order = Vec::new();
+        let mut current = first;
+        assert_eq!(server.requests().len(), 1);
+        for _ in 0..4 {
+            server.ret(current, b"");
+            settle().await;
+            let r = server.requests();
+            assert_eq!(r.len(), 1, "window 1: one at a time");
+            order.push((String::from_utf8(r[0].body.clone()).unwrap(), r[0].priority));
+            current = r[0].trans_id;
+        }
+        let names: Vec<&str> = order.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["c", "a", "b", "d"], "most urgent first, then in arrival order");
+        server.ret(current, b"");
+        settle().await;
+        assert_eq!(far.responses().len() + near.responses().len(), 5);
+    });
+}
+
+#[test]
+fn a_request_to_another_shard_times_out_once_and_a_late_answer_is_dropped() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let server = Client::connect(&b, "/s/", 1);
+        server.subscribe("slow");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 1);
+        let tid = client.send("/s/slow", b"", 100, 0);
+        settle().await;
+        assert_eq!(server.requests().len(), 1);
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        settle().await;
+        let resp = client.responses();
+        assert_eq!(resp.len(), 1, "one answer: {resp:?}");
+        assert_eq!(resp[0].status, Status::Timeout.code());
+        server.ret(tid, b"late");
+        settle().await;
+        assert!(client.responses().is_empty(), "a late answer is dropped");
+        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        // The pseudo-instance's window place is given back.
+        let pseudo = a.borrow().instances.values().find(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len());
+        assert_eq!(pseudo, Some(0));
+    });
+}
+
+#[test]
+fn an_instance_dying_fails_at_once_what_it_held_from_both_shards() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let server = Client::connect(&b, "/s/", 4);
+        server.subscribe("d");
+        settle().await;
+        let (far, near) = (Client::connect(&a, "/c/", 8), Client::connect(&b, "/c/", 8));
+        for _ in 0..2 {
+            far.send("/s/d", b"", 60_000, 0);
+            near.send("/s/d", b"", 60_000, 0);
+        }
+        // Two more wait in its queue: they are routed again (no other
+        // instance: NO_SERVICE), not left to their timeout.
+        far.send("/s/d", b"", 60_000, 0);
+        near.send("/s/d", b"", 60_000, 0);
+        settle().await;
+        assert_eq!(server.requests().len(), 4);
+        b.borrow_mut().remove_instance(server.id, "killed");
+        settle().await;
+        // Which four it held depends on arrival (the near ones arrive
+        // first); every request is answered once, at once.
+        let (mut crashed, mut no_service) = (0, 0);
+        for c in [&far, &near] {
+            let resp = c.responses();
+            assert_eq!(resp.len(), 3, "{resp:?}");
+            crashed += resp.iter().filter(|r| r.status == Status::Crashed.code()).count();
+            no_service += resp.iter().filter(|r| r.status == Status::NoService.code()).count();
+        }
+        assert_eq!((crashed, no_service), (4, 2));
+        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        // Its pattern is gone from the other shard too.
+        assert!(a.borrow_mut().registry.lookup("/s/d").is_none());
+    });
+}
+
+#[test]
+fn subscriptions_changed_at_run_time_reach_the_other_shard() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let server = Client::connect(&b, "/s/", 1);
+        server.subscribe("x");
+        server.subscribe("x");
+        settle().await;
+        assert_eq!(a.borrow_mut().registry.lookup("/s/x").map(|e| e.instances.len()), Some(2), "one per subscription");
+        b.borrow_mut().unsubscribe(server.id, "x").unwrap();
+        settle().await;
+        assert_eq!(a.borrow_mut().registry.lookup("/s/x").map(|e| e.instances.len()), Some(1));
+        b.borrow_mut().unsubscribe(server.id, "x").unwrap();
+        settle().await;
+        let client = Client::connect(&a, "/c/", 1);
+        client.send("/s/x", b"", 5000, 0);
+        let resp = client.responses();
+        assert_eq!(resp.len(), 1, "answered at once");
+        assert_eq!(resp[0].status, Status::NoService.code());
+    });
+}
+
+#[test]
+fn instance_ids_and_multicast_stamps_never_meet_across_shards() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let ids_a: Vec<_> = (0..5).map(|_| Client::connect(&a, "/c/", 1).id).collect();
+        let ids_b: Vec<_> = (0..5).map(|_| Client::connect(&b, "/c/", 1).id).collect();
+        assert!(ids_a.iter().all(|i| i % 2 == 1) && ids_b.iter().all(|i| i % 2 == 0), "{ids_a:?} {ids_b:?}");
+        let (sa, sb) = (a.borrow_mut().ids.next(), b.borrow_mut().ids.next());
+        assert_ne!(sa.instance_id(), sb.instance_id());
+    });
+}
+
+#[test]
+fn across_real_threads() {
+    // Shard 1 on a thread of its own with an echo service; shard 0 here.
+    let mut ends = channels(2);
+    let e1 = ends.pop().unwrap();
+    let e0 = ends.pop().unwrap();
+    let stop = e0.peers[1].clone(); // to shard 1's inbox
+    let other = std::thread::spawn(move || {
+        crate::fuzzing::run_unpaused(async move {
+            let core = Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
+            let links = attach(&core, e1);
+            tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+            let echo = crate::internal::create("echo", &toml::Table::new()).unwrap();
+            let api = crate::internal::InternalApi::connect(&core, "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1)
+                .unwrap();
+            tokio::task::spawn_local(echo.run(api));
+            links.stopped().await;
+        })
+    });
+    crate::fuzzing::run_unpaused(async move {
+        let core = Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
+        let links = attach(&core, e0);
+        tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+        while core.borrow_mut().registry.lookup("/echo/x").is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let client = Client::connect(&core, "/c/", 64);
+        let sent: Vec<TransId> = (0..200).map(|i| client.send("/echo/x", format!("{i}").as_bytes(), 5000, 0)).collect();
+        let mut got = Vec::new();
+        while got.len() < sent.len() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            got.extend(client.responses());
+        }
+        assert!(got.iter().all(|r| r.status == 0), "{got:?}");
+        let mut tids: Vec<TransId> = got.iter().map(|r| r.trans_id).collect();
+        tids.sort();
+        assert_eq!(tids, sent, "every request answered once");
+        drop(links);
+    });
+    let _ = stop.blocking_send(Envelope { from: 0, message: Message::Stop });
+    other.join().unwrap();
+}

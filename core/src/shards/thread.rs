@@ -1,0 +1,142 @@
+//! The threads of shards 1.. (shard 0 is the daemon's own thread, which runs
+//! the supervisor, the admin API and the cluster). Each runs a core of its
+//! own with its timer loop and the HTTP gateways shard 0's supervisor orders
+//! (`Gateways`), bound to the same ports (SO_REUSEPORT: the kernel spreads
+//! the connections), so that HTTP parsing runs on every thread. Service
+//! processes connect to shard 0; their patterns reach the other shards by
+//! replication.
+
+use super::{Ends, GatewayOrder};
+use crate::config::Config;
+use crate::internal::InternalApi;
+use crate::registry::InstanceId;
+use crate::state::{Core, Shared};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::task::LocalSet;
+use tokio_util::sync::CancellationToken;
+
+/// Starts the thread of shard `ends.index`; it returns once the core stops.
+pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("cumulo-shard-{}", ends.index)).spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => return tracing::error!("shard {}: cannot start its runtime: {e}", ends.index),
+        };
+        LocalSet::new().block_on(&rt, serve(cfg, ends));
+    })
+}
+
+async fn serve(cfg: Config, ends: Ends) {
+    let index = ends.index;
+    let core: Shared = Rc::new(RefCell::new(Core::new(crate::daemon::limits(&cfg), cfg.core.unmanaged.clone())));
+    let links = super::attach(&core, ends);
+    tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+    tokio::task::spawn_local(give_back_memory(core.clone()));
+    tracing::debug!("shard {index} running");
+    links.stopped().await;
+    // As shard 0 does: queued requests fail with SHUTTING_DOWN, the gateways
+    // stop accepting and finish the requests they hold (answered by shard 0
+    // while it drains, or failed at the end of the terminate timeout).
+    let terminate = cfg.services.iter().map(|s| s.timeout_terminate).max().unwrap_or(0);
+    core.borrow_mut().begin_shutdown(terminate);
+    links.gateways.stop_all(&core);
+    let end = Instant::now() + Duration::from_millis(terminate as u64);
+    while !core.borrow().inflight.is_empty() && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    core.borrow_mut().finish_shutdown();
+    // The gateways' last answers leave.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tracing::debug!("shard {index} stopped; {}", core.borrow().stats);
+}
+
+/// Returns the memory of subscriptions that went to the system, as shard 0's
+/// keep-alive round does (a trim deferred by the registry's rate limit
+/// happens on a later round).
+async fn give_back_memory(core: Shared) {
+    let every = core.borrow().limits.keepalive;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let mut c = core.borrow_mut();
+        let now = c.refresh_now();
+        c.registry.give_back_memory(now);
+    }
+}
+
+/// The gateway slots this shard runs, by (service id, slot index).
+#[derive(Clone, Default)]
+pub struct Gateways(Rc<RefCell<HashMap<(u32, u32), Running>>>);
+
+/// One gateway slot's instances on this shard.
+struct Running {
+    ids: Vec<InstanceId>,
+    cancel: CancellationToken,
+    timeout_terminate: u32,
+}
+
+impl Gateways {
+    /// Carries out shard 0's order: the slot's instances here stop (as
+    /// shard 0's did), then start again if the order says what to run.
+    pub fn apply(&self, core: &Shared, order: GatewayOrder) {
+        self.stop(core, order.slot, order.timeout_terminate);
+        let Some(spec) = order.start else { return };
+        let (service_id, process) = order.slot;
+        let options = Rc::new(spec.options);
+        let metrics = Rc::new(crate::metrics::ServiceMetrics::default());
+        let cancel = CancellationToken::new();
+        let mut ids = Vec::new();
+        for _ in 0..spec.count_thread {
+            let started = crate::internal::create("http", &spec.settings).and_then(|service| {
+                let api = InternalApi::connect(
+                    core,
+                    &spec.prefix,
+                    options.clone(),
+                    metrics.clone(),
+                    service_id,
+                    process,
+                    spec.count_process,
+                    spec.count_thread,
+                )
+                .map_err(|(_, m)| m)?;
+                Ok((service, api))
+            });
+            match started {
+                Ok((service, api)) => {
+                    ids.push(api.instance_id());
+                    let cancel = cancel.clone();
+                    tokio::task::spawn_local(async move {
+                        tokio::select! {
+                            _ = service.run(api) => {}
+                            _ = cancel.cancelled() => {}
+                        }
+                    });
+                }
+                Err(why) => tracing::error!(service = %spec.prefix, "shard: cannot start the HTTP gateway: {why}"),
+            }
+        }
+        let running = Running { ids, cancel, timeout_terminate: order.timeout_terminate };
+        self.0.borrow_mut().insert(order.slot, running);
+    }
+
+    fn stop(&self, core: &Shared, slot: (u32, u32), timeout_terminate: u32) {
+        let Some(r) = self.0.borrow_mut().remove(&slot) else { return };
+        let why = format!("HTTP gateway (service {}) stopped before handling the request", slot.0);
+        core.borrow_mut().retire_instances(&r.ids, timeout_terminate.min(r.timeout_terminate), &why);
+        // Its listener closes now; open connections finish their current
+        // request (the gateway's own shutdown).
+        r.cancel.cancel();
+    }
+
+    /// Stops every slot (the core stops).
+    fn stop_all(&self, core: &Shared) {
+        let slots: Vec<_> = self.0.borrow().iter().map(|(k, r)| (*k, r.timeout_terminate)).collect();
+        for (slot, terminate) in slots {
+            self.stop(core, slot, terminate);
+        }
+    }
+}
