@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 /// A request being routed, borrowed from the frame it came in (or from an
 /// owned copy when it was queued).
+#[derive(Clone, Copy)]
 pub struct Route<'a> {
     pub trans_id: TransId,
     pub sender: InstanceId,
@@ -330,6 +331,17 @@ impl Core {
     /// Routes a new request (`rerouted` false) or one already in flight
     /// (forwarded or re-routed; its timer is already armed).
     pub(crate) fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+        // A request from another shard carries its sender's dest_refresh in
+        // its flags (shards::policy_bits); here the flags are the sender's.
+        let policy = crate::shards::policy_of(r.flags);
+        let stripped;
+        let r = match policy {
+            Some(_) => {
+                stripped = Route { flags: r.flags & crate::shards::FLAGS_MASK, ..*r };
+                &stripped
+            }
+            None => r,
+        };
         // A request from another node is served here, by a local instance
         // (multicast copies in turn, one per instance); once forwarded or
         // re-routed it may go on, closest first.
@@ -341,9 +353,8 @@ impl Core {
                 Endpoint::Remote(_) | Endpoint::Shard(_) if r.flags & REQUEST_MCAST != 0 => {
                     (DestRefresh::RoundRobin, Some(distance(&self.instances, &r.sender)))
                 }
-                Endpoint::Remote(_) | Endpoint::Shard(_) => {
-                    (i.options.dest_refresh, Some(distance(&self.instances, &r.sender)))
-                }
+                Endpoint::Shard(_) => (policy.unwrap_or(i.options.dest_refresh), Some(Distance::Shard)),
+                Endpoint::Remote(_) => (i.options.dest_refresh, Some(Distance::Node)),
                 _ => (i.options.dest_refresh, None),
             },
             None => (DestRefresh::ImmediateClosest, None),
@@ -440,6 +451,14 @@ impl Core {
             );
         }
         let node = self.limits.node_id;
+        // Another shard picks among its instances as this sender asked.
+        let marked;
+        let r = if distance(&self.instances, &dest) == Distance::Shard {
+            marked = Route { flags: r.flags | crate::shards::policy_bits(how), ..*r };
+            &marked
+        } else {
+            r
+        };
         if deliver_now {
             let inst = self.instances.get_mut(&dest).unwrap();
             deliver(inst, r, &pattern, node, self.now);
@@ -658,6 +677,8 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
     inst.delivered.push(r.trans_id);
     let timeout = remaining_ms(r.deadline, now);
     let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
+    // Only another shard reads the sender's dest_refresh in the flags.
+    let flags = if matches!(inst.endpoint, Endpoint::Shard(_)) { r.flags } else { r.flags & crate::shards::FLAGS_MASK };
     match &inst.endpoint {
         Endpoint::Socket(out) | Endpoint::Remote(out) | Endpoint::Shard(out) => {
             out.push(|b| {
@@ -667,7 +688,7 @@ fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now:
                         trans_id: r.trans_id,
                         timeout,
                         priority: r.priority,
-                        flags: r.flags,
+                        flags,
                         source,
                         name: r.name,
                         pattern,

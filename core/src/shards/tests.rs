@@ -419,3 +419,13 @@ fn across_real_threads() {
     let _ = stop.blocking_send(Envelope { from: 0, message: Message::Stop });
     other.join().unwrap();
 }
+
+#[test]
+fn every_dest_refresh_crosses_in_the_flags_and_leaves_the_protocol_bits_alone() {
+    for how in POLICIES {
+        let flags = REQUEST_MCAST | policy_bits(how);
+        assert_eq!(policy_of(flags), Some(how));
+        assert_eq!(flags & FLAGS_MASK, REQUEST_MCAST);
+    }
+    assert_eq!(policy_of(REQUEST_MCAST | 1), None, "a request from a socket carries none");
+}
