@@ -222,6 +222,14 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             });
             let outbox = Outbox::new(c.limits.max_outbox);
             let id = c.admit_shard(format!("shard {j}"), options, Rc::default(), outbox.clone());
+            // Shards 1.. run HTTP gateways only, which take the open files
+            // and cached bytes a filesystem service here hands over (the
+            // table is the process's, internal/filesystem/stream.rs).
+            if j != 0 {
+                if let Some(i) = c.instances.get_mut(&id) {
+                    i.takes_file_handles = true;
+                }
+            }
             pseudo[j] = id;
             c.registry.journal.skip.push(id);
             tokio::task::spawn_local(writer(core.clone(), index, j as u32, id, outbox, tx.clone()));

@@ -52,8 +52,11 @@ impl Supervisor {
             }
             *slot.internal_ids.borrow_mut() = ids.clone();
             // An HTTP gateway runs on every shard: the others start (or
-            // restart) their instances of this slot as this one did.
-            let shards = self.shards.get().filter(|_| name == "http");
+            // restart) their instances of this slot as this one did. One
+            // with WebSocket paths stays on this shard, where its sessions'
+            // limits, unique names and admin listing are one table.
+            let websockets = cfg.settings.contains_key("websocket");
+            let shards = self.shards.get().filter(|_| name == "http" && !websockets);
             if let Some(links) = shards {
                 let options = svc.options.borrow().as_ref().clone();
                 let spec = || {
