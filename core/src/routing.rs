@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// A request being routed, borrowed from the frame it came in (or from an
 /// owned copy when it was queued).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Route<'a> {
     pub trans_id: TransId,
     pub sender: InstanceId,
@@ -337,7 +337,7 @@ impl Core {
         let stripped;
         let r = match policy {
             Some(_) => {
-                stripped = Route { flags: r.flags & crate::shards::FLAGS_MASK, ..*r };
+                stripped = Route { flags: r.flags & crate::shards::FLAGS_MASK, ..r.clone() };
                 &stripped
             }
             None => r,
@@ -454,7 +454,7 @@ impl Core {
         // Another shard picks among its instances as this sender asked.
         let marked;
         let r = if distance(&self.instances, &dest) == Distance::Shard {
-            marked = Route { flags: r.flags | crate::shards::policy_bits(how), ..*r };
+            marked = Route { flags: r.flags | crate::shards::policy_bits(how), ..r.clone() };
             &marked
         } else {
             r
