@@ -339,11 +339,7 @@ impl Core {
         metrics: Rc<ServiceMetrics>,
         outbox: Rc<crate::instance::Outbox>,
     ) -> InstanceId {
-        let id = self.new_id();
-        let who = Identity { prefix: Rc::from(""), label, origin: None, window: options.max_window, options, metrics };
-        self.instances.insert(id, Instance::new(id, who, Endpoint::Remote(outbox)));
-        self.pseudo_instances += 1;
-        id
+        self.admit_pseudo(label, options, metrics, Endpoint::Remote(outbox))
     }
 
     /// Registers another shard of this core as a pseudo-instance
@@ -355,9 +351,19 @@ impl Core {
         metrics: Rc<ServiceMetrics>,
         outbox: Rc<crate::instance::Outbox>,
     ) -> InstanceId {
+        self.admit_pseudo(label, options, metrics, Endpoint::Shard(outbox))
+    }
+
+    fn admit_pseudo(
+        &mut self,
+        label: String,
+        options: Rc<ServiceOptions>,
+        metrics: Rc<ServiceMetrics>,
+        endpoint: Endpoint,
+    ) -> InstanceId {
         let id = self.new_id();
         let who = Identity { prefix: Rc::from(""), label, origin: None, window: options.max_window, options, metrics };
-        self.instances.insert(id, Instance::new(id, who, Endpoint::Shard(outbox)));
+        self.instances.insert(id, Instance::new(id, who, endpoint));
         self.pseudo_instances += 1;
         id
     }
