@@ -177,6 +177,34 @@ pub enum DestRefresh {
     None,
 }
 
+impl DestRefresh {
+    /// Every policy, by discriminant (`how as u8` indexes it): how another
+    /// shard reads the one a request carries (src/shards). A test checks
+    /// that the order matches the declaration.
+    pub const ALL: [DestRefresh; 17] = {
+        use DestRefresh::*;
+        [
+            ImmediateClosest,
+            LazyClosest,
+            ImmediateFurthest,
+            LazyFurthest,
+            ImmediateLocal,
+            LazyLocal,
+            ImmediateRemote,
+            LazyRemote,
+            ImmediateRandom,
+            LazyRandom,
+            ImmediateNewest,
+            LazyNewest,
+            ImmediateOldest,
+            LazyOldest,
+            RoundRobin,
+            LeastBusy,
+            None,
+        ]
+    };
+}
+
 /// How an external service's program talks to the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]

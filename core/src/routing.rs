@@ -451,9 +451,10 @@ impl Core {
             );
         }
         let node = self.limits.node_id;
-        // Another shard picks among its instances as this sender asked.
+        // Another shard picks among its instances as this sender asked
+        // (one shard: no lookup on this path).
         let marked;
-        let r = if distance(&self.instances, &dest) == Distance::Shard {
+        let r = if self.shard.count > 1 && distance(&self.instances, &dest) == Distance::Shard {
             marked = Route { flags: r.flags | crate::shards::policy_bits(how), ..r.clone() };
             &marked
         } else {

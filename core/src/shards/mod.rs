@@ -52,47 +52,24 @@ use tokio::sync::{mpsc, Notify};
 pub const INBOX_MESSAGES: usize = 1024;
 
 /// Between shards, the bits of a REQUEST's flags above the protocol's carry
-/// the sender's dest_refresh (its position in `POLICIES`, plus one), so
+/// the sender's dest_refresh (its discriminant plus one, `DestRefresh::ALL`), so
 /// that the receiving shard picks among its instances as the sender asked
 /// (round robin stays one rotation whichever shard a request came from).
 /// The receiving shard takes them off: no instance sees them.
 const POLICY_SHIFT: u32 = 3;
 /// The flags' bits the protocol defines (proto/PROTOCOL.md, REQUEST.flags).
 pub const FLAGS_MASK: u8 = (1 << POLICY_SHIFT) - 1;
-const POLICIES: [DestRefresh; 17] = {
-    use DestRefresh::*;
-    [
-        ImmediateClosest,
-        LazyClosest,
-        ImmediateFurthest,
-        LazyFurthest,
-        ImmediateLocal,
-        LazyLocal,
-        ImmediateRemote,
-        LazyRemote,
-        ImmediateRandom,
-        LazyRandom,
-        ImmediateNewest,
-        LazyNewest,
-        ImmediateOldest,
-        LazyOldest,
-        RoundRobin,
-        LeastBusy,
-        None,
-    ]
-};
 
 /// The flag bits that carry `how` to another shard.
 pub fn policy_bits(how: DestRefresh) -> u8 {
-    let at = POLICIES.iter().position(|p| *p == how).unwrap_or(0) as u8;
-    (at + 1) << POLICY_SHIFT
+    (how as u8 + 1) << POLICY_SHIFT
 }
 
 /// The dest_refresh another shard's request carries, if any.
 pub fn policy_of(flags: u8) -> Option<DestRefresh> {
     match flags >> POLICY_SHIFT {
         0 => Option::None,
-        n => POLICIES.get(n as usize - 1).copied(),
+        n => DestRefresh::ALL.get(n as usize - 1).copied(),
     }
 }
 

@@ -422,7 +422,8 @@ fn across_real_threads() {
 
 #[test]
 fn every_dest_refresh_crosses_in_the_flags_and_leaves_the_protocol_bits_alone() {
-    for how in POLICIES {
+    for (i, how) in DestRefresh::ALL.into_iter().enumerate() {
+        assert_eq!(how as usize, i, "DestRefresh::ALL is in declaration order");
         let flags = REQUEST_MCAST | policy_bits(how);
         assert_eq!(policy_of(flags), Some(how));
         assert_eq!(flags & FLAGS_MASK, REQUEST_MCAST);
