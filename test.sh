@@ -7,6 +7,8 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$root"
+# One build for everything: the workspace with its tests (scripts/setup.sh).
+export CUMULO_ALL_TARGETS=1
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 # (scripts/setup.sh also installs the headless Chromium the browser tests drive.)
 
@@ -52,9 +54,10 @@ suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay
 
 # The end-to-end suites again with the core on two threads (core.threads = 2:
 # shards, docs/ARCHITECTURE.md); the harnesses read CUMULO_TEST_THREADS.
-suite "Core end-to-end, core.threads = 2" \
-    env CUMULO_TEST_THREADS=2 cargo test --release -p cumulo-e2e --test e2e --no-fail-fast
-suite "Admin end-to-end, core.threads = 2" env CUMULO_TEST_THREADS=2 cargo test --release -p cumulo --test admin
+# `--workspace` keeps the dependency features of the first run, so the test
+# binaries built there are reused rather than built again.
+suite "Core and admin end-to-end, core.threads = 2" \
+    env CUMULO_TEST_THREADS=2 cargo test --release --workspace --no-fail-fast --test e2e --test admin
 [ -d tests/polyglot ] && suite "Cross-language end-to-end, core.threads = 2" \
     env CUMULO_TEST_THREADS=2 "$py" -m pytest -q tests/polyglot
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end, core.threads = 2" \

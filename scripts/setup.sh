@@ -47,8 +47,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- the core and the Rust example (release build: these are what run)
+# CUMULO_ALL_TARGETS=1 (test.sh sets it) builds the tests too, with the
+# dependency features they add (tokio's test clock): then `cargo test` and
+# the end-to-end suites reuse this one build instead of making a second.
 say "building the core (cargo build --release)"
-cargo build --release --workspace --quiet
+cargo build --release --workspace --quiet ${CUMULO_ALL_TARGETS:+--all-targets}
 
 # --- C and C++ examples (CMake, against sdk/c)
 for lang in c cpp; do

@@ -15,5 +15,6 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 cargo test --release --quiet -p cumulo-proto -p cumulo-sdk "$@"
-cargo build --release --quiet -p http_req
+# as scripts/setup.sh builds it: `-p` would rebuild with other features
+cargo build --release --quiet --workspace ${CUMULO_ALL_TARGETS:+--all-targets}
 echo "rust sdk: all checks passed"

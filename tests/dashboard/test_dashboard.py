@@ -9,6 +9,7 @@ taken and checked to be non-empty."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import socket
@@ -114,7 +115,9 @@ settings = {{ service_name = "/tests/http_req/rust.xml/get", request = {{ value 
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cloud]:
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "cumulo", "-p", "http_req"], cwd=ROOT, check=True)
+    # As scripts/setup.sh builds it (see there for CUMULO_ALL_TARGETS).
+    all_targets = ["--all-targets"] if os.environ.get("CUMULO_ALL_TARGETS") else []
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--workspace", *all_targets], cwd=ROOT, check=True)
     c = Cloud(tmp_path_factory.mktemp("dashboard"))
     try:
         end = time.monotonic() + 30

@@ -1,6 +1,6 @@
 """End-to-end fixtures: the real `cumulo` binary with HTTP gateways in front
 of the Rust http_req example, the internal echo service and a Python probe
-service. Build: `cargo build --release -p cumulo -p http_req` (done here)."""
+service. Build: `cargo build --release --workspace` (done here)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,12 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def built() -> None:
     subprocess.run(
-        ["cargo", "build", "--release", "--quiet", "-p", "cumulo", "-p", "http_req"], cwd=ROOT, check=True
+        # The whole workspace, as scripts/setup.sh builds it: `-p` would
+        # resolve other dependency features and rebuild the core.
+        ["cargo", "build", "--release", "--quiet", "--workspace"]
+        + (["--all-targets"] if os.environ.get("CUMULO_ALL_TARGETS") else []),
+        cwd=ROOT,
+        check=True,
     )
 
 

@@ -75,8 +75,10 @@ def _build_go(build: Path) -> None:
 
 
 def _build_rust(build: Path) -> None:
-    # A workspace member (tests/polyglot/Cargo.toml): quick when up to date.
-    run(["cargo", "build", "--release", "--quiet", "-p", "cumulo-polyglot"], cwd=ROOT)
+    # A workspace member (tests/polyglot/Cargo.toml), built as
+    # scripts/setup.sh builds the workspace: quick when up to date.
+    all_targets = ["--all-targets"] if os.environ.get("CUMULO_ALL_TARGETS") else []
+    run(["cargo", "build", "--release", "--quiet", "--workspace", *all_targets], cwd=ROOT)
 
 
 def _build_haskell(build: Path) -> None:

@@ -32,7 +32,7 @@ fn request_info_and_large_bodies_round_trip() {
 #[test]
 fn the_http_req_example_answers() {
     let http_req = cumulo_bin().with_file_name("http_req");
-    assert!(http_req.is_file(), "build it: cargo build --release -p http_req");
+    assert!(http_req.is_file(), "build it: cargo build --release --workspace");
     let svc = Service::program("/tests/http_req/", http_req.to_str().unwrap()).probe("/tests/http_req/rust.xml/get");
     let core = Core::start(Config::new().service(svc));
     let mut api = core.client();
