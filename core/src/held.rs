@@ -10,6 +10,7 @@ use crate::registry::InstanceId;
 use crate::state::{Core, Limits};
 use ahash::{AHashMap, AHashSet};
 use cumulo_proto::TransId;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Bytes the core spends on a held request besides its payload and name:
 /// the request itself (~120 B), its in-flight entry (~80 B), its timer and
@@ -26,6 +27,75 @@ pub enum Held {
     Queued(QueueKey),
     /// Parked, waiting for a subscriber, under this arrival number.
     Parked(u64),
+}
+
+/// Requests waiting for a subscriber (WAIT_FOR_SERVICE), by arrival and by
+/// name. A new subscription takes out only the requests its pattern
+/// matches, found by name (one lookup for an exact pattern, one match per
+/// distinct waiting name for a wildcard one): routing every waiting request
+/// again on every SUBSCRIBE made one peer's subscriptions (or another
+/// node's snapshot of thousands) cost the event loop subscriptions x
+/// waiting requests.
+#[derive(Default)]
+pub struct Parked {
+    by_arrival: BTreeMap<u64, OwnedRequest>,
+    by_name: AHashMap<Box<str>, BTreeSet<u64>>,
+    next: u64,
+}
+
+impl Parked {
+    pub fn len(&self) -> usize {
+        self.by_arrival.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_arrival.is_empty()
+    }
+
+    /// Distinct names waiting (what a wildcard subscription looks through).
+    pub fn names(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Parks `q`; returns its arrival number.
+    fn insert(&mut self, q: OwnedRequest) -> u64 {
+        let seq = self.next;
+        self.next += 1;
+        self.by_name.entry(q.name.clone()).or_default().insert(seq);
+        self.by_arrival.insert(seq, q);
+        seq
+    }
+
+    fn remove(&mut self, seq: u64) -> Option<OwnedRequest> {
+        let q = self.by_arrival.remove(&seq)?;
+        if let Some(seqs) = self.by_name.get_mut(&q.name) {
+            seqs.remove(&seq);
+            if seqs.is_empty() {
+                self.by_name.remove(&q.name);
+            }
+        }
+        Some(q)
+    }
+
+    /// Every parked request, oldest first, taken out.
+    pub fn take_all(&mut self) -> Vec<OwnedRequest> {
+        self.by_name.clear();
+        std::mem::take(&mut self.by_arrival).into_values().collect()
+    }
+
+    /// The parked requests whose name `pattern` matches, oldest first,
+    /// taken out.
+    fn take_matching(&mut self, pattern: &str) -> Vec<OwnedRequest> {
+        let mut seqs: Vec<u64> = if crate::pattern::has_wildcard(pattern) {
+            let names: Vec<Box<str>> =
+                self.by_name.keys().filter(|n| crate::pattern::matches(pattern, n)).cloned().collect();
+            names.iter().filter_map(|n| self.by_name.remove(n)).flatten().collect()
+        } else {
+            self.by_name.remove(pattern).map(|s| s.into_iter().collect()).unwrap_or_default()
+        };
+        seqs.sort_unstable();
+        seqs.iter().filter_map(|s| self.by_arrival.remove(s)).collect()
+    }
 }
 
 /// What one sender has held.
@@ -126,12 +196,11 @@ impl Core {
     /// Parks a request until a pattern matching its name is subscribed.
     pub(crate) fn park(&mut self, q: OwnedRequest) {
         self.holds.hold(&q);
-        let seq = self.next_parked;
-        self.next_parked += 1;
-        if let Some(f) = self.inflight.get_mut(&q.trans_id) {
+        let tid = q.trans_id;
+        let seq = self.parked.insert(q);
+        if let Some(f) = self.inflight.get_mut(&tid) {
             f.held = Held::Parked(seq);
         }
-        self.parked.insert(seq, q);
     }
 
     /// Takes a held request out of its queue or the parked ones, by where
@@ -140,19 +209,20 @@ impl Core {
         let q = match held {
             Held::No => None,
             Held::Queued(key) => self.instances.get_mut(&dest).and_then(|i| i.queue.remove(key)),
-            Held::Parked(seq) => self.parked.remove(&seq),
+            Held::Parked(seq) => self.parked.remove(seq),
         }?;
         self.holds.release(&q);
         Some(q)
     }
 
-    /// Every parked request, taken out (to be routed again), oldest first.
-    pub(crate) fn unpark_all(&mut self) -> Vec<OwnedRequest> {
-        let all: Vec<OwnedRequest> = std::mem::take(&mut self.parked).into_values().collect();
-        for q in &all {
+    /// The parked requests `pattern` (a full pattern, just subscribed)
+    /// matches, taken out to be routed again, oldest first.
+    pub(crate) fn unpark_matching(&mut self, pattern: &str) -> Vec<OwnedRequest> {
+        let taken = self.parked.take_matching(pattern);
+        for q in &taken {
             self.holds.release(q);
         }
-        all
+        taken
     }
 
     /// A sender went away: nobody can receive the answers of the requests
@@ -168,7 +238,7 @@ impl Core {
             let q = match f.held {
                 Held::No => None,
                 Held::Queued(key) => self.instances.get_mut(&f.dest).and_then(|i| i.queue.remove(key)),
-                Held::Parked(seq) => self.parked.remove(&seq),
+                Held::Parked(seq) => self.parked.remove(seq),
             };
             if let Some(q) = q {
                 // The sender's entry is gone: only the total is left to count.
@@ -203,6 +273,44 @@ mod tests {
             request_info: Box::new([]),
             request: vec![0; payload].into(),
         }
+    }
+
+    fn named(n: u8, name: &str) -> OwnedRequest {
+        OwnedRequest { name: name.into(), ..request(1, n, 0) }
+    }
+
+    fn ids(taken: &[OwnedRequest]) -> Vec<u8> {
+        taken.iter().map(|q| q.trans_id.0[0]).collect()
+    }
+
+    #[test]
+    fn a_subscription_takes_out_only_the_parked_requests_it_matches_oldest_first() {
+        let mut p = Parked::default();
+        for (n, name) in [(1, "/a/b"), (2, "/x/y"), (3, "/a/c"), (4, "/a/b"), (5, "/a/b/deeper")] {
+            p.insert(named(n, name));
+        }
+        assert_eq!((p.len(), p.names()), (5, 4));
+        // An exact pattern: one lookup; nothing else is touched.
+        assert!(p.take_matching("/nobody").is_empty());
+        assert_eq!(ids(&p.take_matching("/a/b")), [1, 4]);
+        assert_eq!((p.len(), p.names()), (3, 3));
+        // A wildcard: the names it matches, in arrival order across names.
+        p.insert(named(6, "/a/d"));
+        assert_eq!(ids(&p.take_matching("/a/?")), [3, 6]);
+        assert_eq!(ids(&p.take_matching("/a/*")), [5]);
+        assert_eq!(ids(&p.take_all()), [2]);
+        assert_eq!((p.len(), p.names()), (0, 0));
+    }
+
+    #[test]
+    fn a_parked_request_taken_out_by_its_number_leaves_the_name_index() {
+        let mut p = Parked::default();
+        let first = p.insert(named(1, "/a/b"));
+        p.insert(named(2, "/a/b"));
+        assert_eq!(p.remove(first).map(|q| q.trans_id.0[0]), Some(1));
+        assert!(p.remove(first).is_none());
+        assert_eq!(ids(&p.take_matching("/a/b")), [2]);
+        assert_eq!(p.names(), 0, "an emptied name is forgotten");
     }
 
     fn limits(per_sender: usize, total: usize) -> Limits {

@@ -255,7 +255,7 @@ impl Core {
             inst.subscriptions.push(key);
         }
         if !self.parked.is_empty() {
-            for q in self.unpark_all() {
+            for q in self.unpark_matching(&full) {
                 self.reroute(q);
             }
         }

@@ -13,7 +13,6 @@ use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
 use cumulo_proto::{Status, TransId, TransIdGen};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -99,8 +98,7 @@ pub struct Core {
     pub timers: DelayQueue<TransId>,
     pub timers_wake: Rc<Notify>,
     /// Requests waiting for a subscriber (WAIT_FOR_SERVICE), by arrival.
-    pub parked: BTreeMap<u64, OwnedRequest>,
-    pub next_parked: u64,
+    pub parked: crate::held::Parked,
     /// What queued and parked requests weigh, per sender and in total.
     pub holds: Holds,
     /// trans_ids of requests the core originates (multicast copies).
@@ -175,8 +173,7 @@ impl Core {
             inflight: AHashMap::new(),
             timers: DelayQueue::new(),
             timers_wake: Rc::new(Notify::new()),
-            parked: BTreeMap::new(),
-            next_parked: 0,
+            parked: Default::default(),
             holds: Holds::default(),
             ids: TransIdGen::new(node_id, 0),
             processes: AHashMap::new(),
@@ -514,7 +511,7 @@ impl Core {
         self.refresh_now();
         self.shutting_down = true;
         let mut queued: Vec<(OwnedRequest, Option<Rc<ServiceMetrics>>)> =
-            std::mem::take(&mut self.parked).into_values().map(|q| (q, None)).collect();
+            self.parked.take_all().into_iter().map(|q| (q, None)).collect();
         for inst in self.instances.values_mut() {
             let m = inst.metrics.clone();
             queued.extend(inst.queue.drain().map(|q| (q, Some(m.clone()))));
