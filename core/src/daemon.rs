@@ -133,6 +133,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
             supervisor: supervisor.clone(),
             log: Rc::new(log),
             token: cfg.admin.token.clone(),
+            shards: shards.clone(),
             started: started.0,
             started_at: started.1,
         };

@@ -87,6 +87,29 @@ impl Histogram {
     pub fn buckets(&self) -> Vec<u64> {
         self.counts.iter().map(Cell::get).collect()
     }
+
+    /// Its counts as they are now, to send to another thread or to merge.
+    pub fn counts(&self) -> HistogramCounts {
+        HistogramCounts { counts: self.counts.each_ref().map(Cell::get), sum_us: self.sum_us.get() }
+    }
+}
+
+/// A `Histogram`'s counts, read: plain integers, `Send`, summed across
+/// shards bucket by bucket (the buckets are the same everywhere).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistogramCounts {
+    /// Per bucket (not cumulative); the last one is +Inf.
+    pub counts: [u64; DURATION_BOUNDS_US.len() + 1],
+    pub sum_us: u64,
+}
+
+impl HistogramCounts {
+    pub fn add(&mut self, other: &HistogramCounts) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.sum_us += other.sum_us;
+    }
 }
 
 #[inline]
@@ -132,6 +155,81 @@ impl ServiceMetrics {
 
     pub fn timeouts(&self) -> u64 {
         self.errors[slot(Status::Timeout)].get()
+    }
+
+    /// Its counters as they are now (see `ServiceCounts`).
+    pub fn counts(&self) -> ServiceCounts {
+        ServiceCounts {
+            received: self.received.get(),
+            sent: self.sent.get(),
+            responses: self.responses.each_ref().map(Cell::get),
+            errors: self.errors.each_ref().map(Cell::get),
+            duration: self.duration.counts(),
+            restarts: self.restarts.get(),
+        }
+    }
+}
+
+/// A service's counters read at one moment: plain integers, `Send`, so that
+/// a shard can report them to the one serving the admin API, which adds up
+/// every shard's (`shards::report`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceCounts {
+    pub received: u64,
+    pub sent: u64,
+    pub responses: [u64; STATUS_SLOTS],
+    pub errors: [u64; STATUS_SLOTS],
+    pub duration: HistogramCounts,
+    pub restarts: u64,
+}
+
+impl ServiceCounts {
+    pub fn add(&mut self, other: &ServiceCounts) {
+        self.received += other.received;
+        self.sent += other.sent;
+        for (a, b) in self.responses.iter_mut().zip(&other.responses) {
+            *a += b;
+        }
+        for (a, b) in self.errors.iter_mut().zip(&other.errors) {
+            *a += b;
+        }
+        self.duration.add(&other.duration);
+        self.restarts += other.restarts;
+    }
+
+    /// Answers returned, whatever their status.
+    pub fn handled(&self) -> u64 {
+        self.responses.iter().sum()
+    }
+
+    /// Requests the core ended with an error instead of an answer.
+    pub fn failed(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Answers with a status other than OK.
+    pub fn error_answers(&self) -> u64 {
+        self.responses.iter().skip(1).sum()
+    }
+
+    pub fn timeouts(&self) -> u64 {
+        self.errors[slot(Status::Timeout)]
+    }
+}
+
+impl Stats {
+    /// Adds another shard's counts.
+    pub fn add(&mut self, o: &Stats) {
+        self.requests += o.requests;
+        self.responses += o.responses;
+        self.forwards += o.forwards;
+        self.timeouts += o.timeouts;
+        self.no_service += o.no_service;
+        self.queue_full += o.queue_full;
+        self.crashed += o.crashed;
+        self.late += o.late;
+        self.protocol_errors += o.protocol_errors;
+        self.slow_consumers += o.slow_consumers;
     }
 }
 
@@ -200,20 +298,30 @@ impl PromText {
 
     /// One sample per status that has a non-zero count.
     pub fn by_status(&mut self, name: &str, labels: &[(&str, &str)], counts: &[Cell<u64>; STATUS_SLOTS]) {
-        for (i, c) in counts.iter().enumerate() {
-            if c.get() > 0 {
+        self.by_status_counts(name, labels, &counts.each_ref().map(Cell::get));
+    }
+
+    /// As `by_status`, from counts read (`ServiceCounts`).
+    pub fn by_status_counts(&mut self, name: &str, labels: &[(&str, &str)], counts: &[u64; STATUS_SLOTS]) {
+        for (i, &c) in counts.iter().enumerate() {
+            if c > 0 {
                 let mut l = labels.to_vec();
                 l.push(("status", slot_name(i)));
-                self.sample(name, &l, c.get());
+                self.sample(name, &l, c);
             }
         }
     }
 
     pub fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
+        self.histogram_counts(name, labels, &h.counts());
+    }
+
+    /// As `histogram`, from counts read (`HistogramCounts`).
+    pub fn histogram_counts(&mut self, name: &str, labels: &[(&str, &str)], h: &HistogramCounts) {
         let mut cumulative = 0;
         let bucket = format!("{name}_bucket");
         for (i, c) in h.counts.iter().enumerate() {
-            cumulative += c.get();
+            cumulative += c;
             let le = match DURATION_BOUNDS_US.get(i) {
                 Some(us) => format!("{}", *us as f64 / 1e6),
                 None => "+Inf".to_string(),
@@ -222,7 +330,7 @@ impl PromText {
             l.push(("le", &le));
             self.sample(&bucket, &l, cumulative);
         }
-        self.sample(&format!("{name}_sum"), labels, h.sum_us.get() as f64 / 1e6);
+        self.sample(&format!("{name}_sum"), labels, h.sum_us as f64 / 1e6);
         self.sample(&format!("{name}_count"), labels, cumulative);
     }
 }

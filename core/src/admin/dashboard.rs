@@ -47,32 +47,31 @@ fn asset(content_type: &'static str, text: &'static str) -> Response<Body> {
 
 /// Per service: the counters that only grow and the request-duration
 /// histogram (per bucket, not cumulative), with the time they were read.
-pub fn stats(ctx: &AdminContext) -> Answer {
-    let core = ctx.core.borrow();
-    let load = views::load_by_service(&core);
+pub async fn stats(ctx: &AdminContext) -> Answer {
+    let reports = views::reports(ctx).await;
     let services: Vec<serde_json::Value> = ctx
         .supervisor
         .services()
         .iter()
         .map(|s| {
-            let m = &s.metrics;
-            let (instances, queued) = load.get(&Some(s.id)).copied().unwrap_or_default();
+            let load = reports.service(Some(s.id));
+            let m = &load.counts;
             json!({
                 "id": s.id,
                 "prefix": &*s.prefix,
-                "received": m.received.get(),
+                "received": m.received,
                 "handled": m.handled(),
-                "errors": m.errors.iter().map(|c| c.get()).sum::<u64>(),
-                "error_answers": m.responses.iter().skip(1).map(|c| c.get()).sum::<u64>(),
+                "errors": m.failed(),
+                "error_answers": m.error_answers(),
                 "timeouts": m.timeouts(),
-                "instances": instances,
-                "queued": queued,
-                "duration_buckets": m.duration.buckets(),
+                "instances": load.instances,
+                "queued": load.queued,
+                "duration_buckets": m.duration.counts,
             })
         })
         .collect();
     let time_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    let st = &core.stats;
+    let st = &reports.stats();
     Ok((
         StatusCode::OK,
         json!({
@@ -83,8 +82,10 @@ pub fn stats(ctx: &AdminContext) -> Answer {
             "responses": st.responses,
             "timeouts": st.timeouts,
             "no_service": st.no_service,
-            "requests_in_flight": core.inflight.len(),
+            "requests_in_flight": reports.in_flight(),
             "services": services,
+            "shards": views::per_shard(&reports),
+            "shards_missing": reports.missing,
         }),
     ))
 }

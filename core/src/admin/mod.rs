@@ -57,6 +57,8 @@ pub struct AdminContext {
     pub supervisor: Rc<Supervisor>,
     pub log: Rc<LogControl>,
     pub token: Option<String>,
+    /// The other shards (`core.threads` > 1), whose counters the views add.
+    pub shards: Option<Rc<crate::shards::Links>>,
     pub started: Instant,
     pub started_at: SystemTime,
 }
@@ -181,24 +183,24 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
     let body = read_body(req).await?;
     let (status, value) = match route {
         Route::Metrics => {
-            let text = prometheus::render(ctx);
+            let text = prometheus::render(ctx).await;
             return Ok(reply::with_type(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", text.into_bytes()));
         }
         Route::OpenApi => return Ok(reply::with_type(StatusCode::OK, "application/json", OPENAPI.as_bytes().to_vec())),
-        Route::ListServices => services::list(ctx),
+        Route::ListServices => services::list(ctx).await,
         Route::AddServices => services::add(ctx, &body),
-        Route::GetService => services::get(ctx, id.as_deref()),
-        Route::UpdateService => services::update(ctx, id.as_deref(), &body),
+        Route::GetService => services::get(ctx, id.as_deref()).await,
+        Route::UpdateService => services::update(ctx, id.as_deref(), &body).await,
         Route::RemoveService => services::remove(ctx, id.as_deref()).await,
-        Route::RestartService => services::restart(ctx, id.as_deref()),
+        Route::RestartService => services::restart(ctx, id.as_deref()).await,
         Route::Subscriptions => node::subscriptions(ctx),
         Route::Nodes => node::nodes(ctx),
         Route::GetLogLevel => node::get_log_level(ctx),
         Route::SetLogLevel => node::set_log_level(ctx, &body),
-        Route::Status => node::status(ctx),
+        Route::Status => node::status(ctx).await,
         Route::WebSockets => websockets::list(ctx),
         Route::CloseWebSocket => websockets::close(ctx, id.as_deref()),
-        Route::Stats => dashboard::stats(ctx),
+        Route::Stats => dashboard::stats(ctx).await,
         Route::Logs => dashboard::logs(query.as_deref()),
         Route::Dashboard => return Ok(dashboard::page()),
         Route::DashboardScript => return Ok(dashboard::script()),

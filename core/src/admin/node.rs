@@ -51,7 +51,8 @@ pub fn nodes(ctx: &AdminContext) -> Answer {
     Ok((StatusCode::OK, json!({ "nodes": nodes, "cluster": cloud })))
 }
 
-pub fn status(ctx: &AdminContext) -> Answer {
+pub async fn status(ctx: &AdminContext) -> Answer {
+    let reports = views::reports(ctx).await;
     let services = ctx.supervisor.services();
     let mut by_status = serde_json::Map::new();
     for s in &services {
@@ -59,8 +60,7 @@ pub fn status(ctx: &AdminContext) -> Answer {
         *n = json!(n.as_u64().unwrap_or(0) + 1);
     }
     let core = ctx.core.borrow();
-    let st = &core.stats;
-    let queued: usize = core.instances.values().map(|i| i.queue.len()).sum();
+    let st = &reports.stats();
     Ok((
         StatusCode::OK,
         json!({
@@ -71,16 +71,19 @@ pub fn status(ctx: &AdminContext) -> Answer {
             "log_level": ctx.log.current(),
             "services": { "total": services.len(), "by_status": by_status },
             "processes": core.processes.len(),
-            "instances": core.connections(),
+            "instances": reports.connections(),
             "subscriptions": core.registry.patterns().count(),
-            "requests_in_flight": core.inflight.len(),
-            "requests_queued": queued,
+            "requests_in_flight": reports.in_flight(),
+            "requests_queued": reports.queued(),
             "totals": {
                 "requests": st.requests, "responses": st.responses, "forwards": st.forwards,
                 "timeouts": st.timeouts, "no_service": st.no_service, "queue_full": st.queue_full,
                 "crashed": st.crashed, "late": st.late, "protocol_errors": st.protocol_errors,
                 "slow_consumers": st.slow_consumers,
             },
+            "threads": core.shard.count,
+            "shards": views::per_shard(&reports),
+            "shards_missing": reports.missing,
         }),
     ))
 }

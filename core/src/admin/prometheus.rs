@@ -1,15 +1,17 @@
 //! `GET /metrics`: the Prometheus text format, per service (labels
 //! `service` = prefix and `service_id`; unmanaged instances as
-//! `service_id="unmanaged"`), then core-wide and process metrics.
+//! `service_id="unmanaged"`), then core-wide and process metrics. With
+//! `core.threads` > 1 every figure is the sum over the shards
+//! (shards/report.rs), and `cumulo_shard_*` show each shard's share.
 
 use super::{views, AdminContext};
-use crate::metrics::{ProcessUsage, PromText, ServiceMetrics};
-use std::rc::Rc;
+use crate::metrics::{ProcessUsage, PromText, ServiceCounts};
+use crate::shards::report::Reports;
 
 struct Series {
     prefix: String,
     id: String,
-    metrics: Rc<ServiceMetrics>,
+    metrics: ServiceCounts,
     instances: u64,
     queued: u64,
 }
@@ -20,25 +22,26 @@ impl Series {
     }
 }
 
-pub fn render(ctx: &AdminContext) -> String {
+pub async fn render(ctx: &AdminContext) -> String {
+    let reports = views::reports(ctx).await;
     let core = ctx.core.borrow();
-    let load = views::load_by_service(&core);
     let mut series: Vec<Series> = ctx
         .supervisor
         .services()
         .iter()
         .map(|s| {
-            let (instances, queued) = load.get(&Some(s.id)).copied().unwrap_or_default();
-            Series { prefix: s.prefix.to_string(), id: s.id.to_string(), metrics: s.metrics.clone(), instances, queued }
+            let r = reports.service(Some(s.id));
+            let (instances, queued) = (r.instances, r.queued);
+            Series { prefix: s.prefix.to_string(), id: s.id.to_string(), metrics: r.counts, instances, queued }
         })
         .collect();
-    let (instances, queued) = load.get(&None).copied().unwrap_or_default();
+    let r = reports.service(None);
     series.push(Series {
         prefix: "unmanaged".into(),
         id: "unmanaged".into(),
-        metrics: core.unmanaged_metrics.clone(),
-        instances,
-        queued,
+        metrics: r.counts,
+        instances: r.instances,
+        queued: r.queued,
     });
 
     let mut p = PromText::default();
@@ -54,19 +57,16 @@ pub fn render(ctx: &AdminContext) -> String {
         "cumulo_requests_received_total",
         "counter",
         "Requests routed to the service's instances (delivered or queued).",
-        |s| s.metrics.received.get()
+        |s| s.metrics.received
     );
-    per_service!("cumulo_requests_sent_total", "counter", "Requests the service's instances sent.", |s| s
-        .metrics
-        .sent
-        .get());
+    per_service!("cumulo_requests_sent_total", "counter", "Requests the service's instances sent.", |s| s.metrics.sent);
     p.header(
         "cumulo_responses_total",
         "counter",
         "Answers the service's instances returned, by the status they returned.",
     );
     for s in &series {
-        p.by_status("cumulo_responses_total", &s.labels(), &s.metrics.responses);
+        p.by_status_counts("cumulo_responses_total", &s.labels(), &s.metrics.responses);
     }
     p.header(
         "cumulo_request_errors_total",
@@ -74,7 +74,7 @@ pub fn render(ctx: &AdminContext) -> String {
         "Requests routed to the service that the core ended with an error instead of an answer (QUEUE_FULL, TIMEOUT, CRASHED, SHUTTING_DOWN).",
     );
     for s in &series {
-        p.by_status("cumulo_request_errors_total", &s.labels(), &s.metrics.errors);
+        p.by_status_counts("cumulo_request_errors_total", &s.labels(), &s.metrics.errors);
     }
     per_service!("cumulo_request_timeouts_total", "counter", "Requests routed to the service that timed out.", |s| s
         .metrics
@@ -91,7 +91,7 @@ pub fn render(ctx: &AdminContext) -> String {
         "cumulo_process_restarts_total",
         "counter",
         "Processes of the service restarted after they exited.",
-        |s| s.metrics.restarts.get()
+        |s| s.metrics.restarts
     );
     p.header(
         "cumulo_request_duration_seconds",
@@ -99,7 +99,7 @@ pub fn render(ctx: &AdminContext) -> String {
         "Time from a request's acceptance by the core to its answer reaching the core, for answered requests.",
     );
     for s in &series {
-        p.histogram("cumulo_request_duration_seconds", &s.labels(), &s.metrics.duration);
+        p.histogram_counts("cumulo_request_duration_seconds", &s.labels(), &s.metrics.duration);
     }
 
     if let Some(cluster) = &core.cluster {
@@ -108,7 +108,7 @@ pub fn render(ctx: &AdminContext) -> String {
 
     core.websockets.render(&mut p);
 
-    let st = &core.stats;
+    let st = &reports.stats();
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {
         p.header(name, kind, help);
         p.sample(name, &[], v);
@@ -137,14 +137,15 @@ pub fn render(ctx: &AdminContext) -> String {
         "Answers that arrived after their request had timed out.",
         st.late,
     );
-    global("cumulo_requests_in_flight", "gauge", "Requests accepted and not yet answered.", core.inflight.len() as u64);
+    global("cumulo_requests_in_flight", "gauge", "Requests accepted and not yet answered.", reports.in_flight());
     global(
         "cumulo_connections",
         "gauge",
         "Instances connected (all services, internal and unmanaged included).",
-        core.connections() as u64,
+        reports.connections(),
     );
     global("cumulo_services", "gauge", "Services the supervisor runs.", ctx.supervisor.services().len() as u64);
+    per_shard(&mut p, &reports);
     p.header("cumulo_build_info", "gauge", "The core's version.");
     p.sample("cumulo_build_info", &[("version", env!("CARGO_PKG_VERSION"))], 1);
     p.header("cumulo_uptime_seconds", "gauge", "Seconds since the core started.");
@@ -159,4 +160,33 @@ pub fn render(ctx: &AdminContext) -> String {
     p.header("process_start_time_seconds", "gauge", "When the core process started, seconds since the Unix epoch.");
     p.sample("process_start_time_seconds", &[], views::unix_seconds(ctx.started_at));
     p.out
+}
+
+/// Each shard's share (`core.threads`), and whether it answered in time.
+fn per_shard(p: &mut PromText, reports: &Reports) {
+    let mut each = |name: &str, kind: &str, help: &str, value: &dyn Fn(&crate::shards::report::ShardReport) -> u64| {
+        p.header(name, kind, help);
+        for r in &reports.shards {
+            p.sample(name, &[("shard", &r.shard.to_string())], value(r));
+        }
+    };
+    each("cumulo_shard_requests_total", "counter", "Requests that entered the core on the shard.", &|r| {
+        r.stats.requests
+    });
+    each("cumulo_shard_responses_total", "counter", "Answers the shard's instances returned.", &|r| r.stats.responses);
+    each("cumulo_shard_requests_in_flight", "gauge", "Requests the shard sent and has not had answered yet.", &|r| {
+        r.in_flight
+    });
+    each("cumulo_shard_connections", "gauge", "Instances connected to the shard.", &|r| r.connections);
+    p.header(
+        "cumulo_shard_up",
+        "gauge",
+        "1 if the shard answered the report in time, 0 if not (its figures are then missing from every sum).",
+    );
+    let mut up: Vec<(u32, u8)> = reports.shards.iter().map(|r| (r.shard, 1)).collect();
+    up.extend(reports.missing.iter().map(|s| (*s, 0)));
+    up.sort();
+    for (shard, v) in up {
+        p.sample("cumulo_shard_up", &[("shard", &shard.to_string())], v);
+    }
 }

@@ -7,22 +7,23 @@ use hyper::StatusCode;
 use serde_json::{json, Value};
 use std::rc::Rc;
 
-pub fn list(ctx: &AdminContext) -> Answer {
-    let load = views::load_by_service(&ctx.core.borrow());
-    let all: Vec<Value> = ctx
-        .supervisor
-        .services()
-        .iter()
-        .map(|s| views::summary(s, load.get(&Some(s.id)).copied().unwrap_or_default()))
-        .collect();
-    Ok((StatusCode::OK, json!({ "services": all })))
+pub async fn list(ctx: &AdminContext) -> Answer {
+    let reports = views::reports(ctx).await;
+    let all: Vec<Value> =
+        ctx.supervisor.services().iter().map(|s| views::summary(s, &reports.service(Some(s.id)))).collect();
+    Ok((StatusCode::OK, json!({ "services": all, "shards_missing": reports.missing })))
 }
 
-pub fn get(ctx: &AdminContext, id: Option<&str>) -> Answer {
-    let svc = ctx.supervisor.get(service_id(id)?)?;
+pub async fn get(ctx: &AdminContext, id: Option<&str>) -> Answer {
+    let id = service_id(id)?;
+    ctx.supervisor.get(id)?;
+    let reports = views::reports(ctx).await;
+    // Looked up again: it may have been removed during the wait.
+    let svc = ctx.supervisor.get(id)?;
     let core = ctx.core.borrow();
-    let load = views::load_by_service(&core).get(&Some(svc.id)).copied().unwrap_or_default();
-    Ok((StatusCode::OK, views::detail(&core, &svc, load)))
+    let mut v = views::detail(&core, &svc, &reports.service(Some(id)));
+    v["shards_missing"] = json!(reports.missing);
+    Ok((StatusCode::OK, v))
 }
 
 /// One service or a list, checked as the config file is: all are added or
@@ -48,7 +49,7 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
     Ok((StatusCode::CREATED, json!({ "ids": ids, "services": added })))
 }
 
-pub fn update(ctx: &AdminContext, id: Option<&str>, body: &[u8]) -> Answer {
+pub async fn update(ctx: &AdminContext, id: Option<&str>, body: &[u8]) -> Answer {
     let id = service_id(id)?;
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
@@ -77,13 +78,13 @@ pub fn update(ctx: &AdminContext, id: Option<&str>, body: &[u8]) -> Answer {
     let changes: ServiceChanges =
         serde_json::from_value(value).map_err(|e| ApiError::invalid(String::new(), e.to_string()))?;
     ctx.supervisor.update(id, &changes)?;
-    get(ctx, Some(&id.to_string()))
+    get(ctx, Some(&id.to_string())).await
 }
 
-pub fn restart(ctx: &AdminContext, id: Option<&str>) -> Answer {
+pub async fn restart(ctx: &AdminContext, id: Option<&str>) -> Answer {
     let id = service_id(id)?;
     ctx.supervisor.restart(id)?;
-    let (status, body) = get(ctx, Some(&id.to_string()))?;
+    let (status, body) = get(ctx, Some(&id.to_string())).await?;
     debug_assert_eq!(status, StatusCode::OK);
     Ok((StatusCode::ACCEPTED, body))
 }

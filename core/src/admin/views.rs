@@ -1,20 +1,44 @@
 //! Services as the admin API shows them (JSON).
 
-use crate::instance::ServiceId;
+use super::AdminContext;
+use crate::shards::report::{self, Reports, ServiceReport};
 use crate::state::Core;
 use crate::supervisor::Service;
 use serde_json::{json, Value};
 
-/// Instances connected and requests queued at them, per service; `None`
-/// gathers unmanaged instances. One pass over the instances.
-pub fn load_by_service(core: &Core) -> ahash::AHashMap<Option<ServiceId>, (u64, u64)> {
-    let mut m: ahash::AHashMap<Option<ServiceId>, (u64, u64)> = ahash::AHashMap::new();
-    for inst in core.instances.values().filter(|i| !i.endpoint.is_pseudo()) {
-        let e = m.entry(inst.origin.as_ref().map(|o| o.service)).or_default();
-        e.0 += 1;
-        e.1 += inst.queue.len() as u64;
+/// Every shard's counters and instances (shards/report.rs): this shard's
+/// read now, the others' asked for (with `core.threads` = 1, this shard's
+/// only). Holds no borrow across the wait.
+pub async fn reports(ctx: &AdminContext) -> Reports {
+    let mine = {
+        let services: Vec<_> = ctx.supervisor.services().iter().map(|s| (s.id, s.metrics.clone())).collect();
+        let core = ctx.core.borrow();
+        report::snapshot(&core, core.shard.index, &services)
+    };
+    match &ctx.shards {
+        Some(links) => links.reports.gather(mine, report::REPORT_TIMEOUT).await,
+        None => Reports { shards: vec![mine], missing: Vec::new() },
     }
-    m
+}
+
+/// Each shard's share, for an operator to see how the load spreads.
+pub fn per_shard(reports: &Reports) -> Value {
+    let shards: Vec<Value> = reports
+        .shards
+        .iter()
+        .map(|r| {
+            json!({
+                "shard": r.shard,
+                "requests": r.stats.requests,
+                "responses": r.stats.responses,
+                "timeouts": r.stats.timeouts,
+                "requests_in_flight": r.in_flight,
+                "requests_queued": r.queued,
+                "instances": r.connections,
+            })
+        })
+        .collect();
+    shards.into()
 }
 
 fn program(svc: &Service) -> String {
@@ -28,7 +52,7 @@ fn program(svc: &Service) -> String {
 }
 
 /// The summary `GET /v1/services` lists.
-pub fn summary(svc: &Service, load: (u64, u64)) -> Value {
+pub fn summary(svc: &Service, load: &ServiceReport) -> Value {
     let c = svc.config();
     json!({
         "id": svc.id,
@@ -38,17 +62,17 @@ pub fn summary(svc: &Service, load: (u64, u64)) -> Value {
         "status": svc.status(),
         "count_process": c.count_process,
         "count_thread": c.count_thread,
-        "instances": load.0,
-        "queued": load.1,
+        "instances": load.instances,
+        "queued": load.queued,
         "restarts": svc.restarts(),
         "process_restarts": svc.slots().iter().map(|s| s.state().generation.saturating_sub(1)).sum::<u64>(),
-        "requests_handled": svc.metrics.handled(),
+        "requests_handled": load.counts.handled(),
     })
 }
 
 /// Everything about one service: the summary, its processes, its counters
 /// and its configuration.
-pub fn detail(core: &Core, svc: &Service, load: (u64, u64)) -> Value {
+pub fn detail(core: &Core, svc: &Service, load: &ServiceReport) -> Value {
     let mut v = summary(svc, load);
     let processes: Vec<Value> = svc
         .slots()
@@ -63,13 +87,13 @@ pub fn detail(core: &Core, svc: &Service, load: (u64, u64)) -> Value {
             })
         })
         .collect();
-    let m = &svc.metrics;
+    let m = &load.counts;
     v["processes"] = processes.into();
     v["requests"] = json!({
-        "received": m.received.get(),
-        "sent": m.sent.get(),
+        "received": m.received,
+        "sent": m.sent,
         "handled": m.handled(),
-        "errors": m.errors.iter().map(|c| c.get()).sum::<u64>(),
+        "errors": m.failed(),
         "timeouts": m.timeouts(),
     });
     v["added_at"] = unix_seconds(svc.added).into();

@@ -33,6 +33,7 @@
 //! - `thread`: the threads of shards 1.. and the gateways they run;
 //! - `tests`: requests, multicast and forwards across two shards.
 
+pub mod report;
 pub mod thread;
 
 use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
@@ -86,6 +87,10 @@ pub enum Message {
     Gateway(GatewayOrder),
     /// The core stops.
     Stop,
+
+    /// The admin API asks for this shard's counters and instances
+    /// (`report`); answered at once, on the sender given.
+    Report(tokio::sync::oneshot::Sender<report::ShardReport>),
 }
 
 /// One process slot of an HTTP gateway service, for the other shards.
@@ -136,6 +141,8 @@ pub struct Links {
     pub pseudo: Rc<Vec<InstanceId>>,
     /// The gateway slots shard 0 ordered this shard to run.
     pub gateways: thread::Gateways,
+    /// Asks the other shards for their reports (the admin API).
+    pub reports: report::Asker,
 }
 
 impl Links {
@@ -215,9 +222,11 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
     let pseudo = Rc::new(pseudo);
     let stop = Rc::new(Notify::new());
     let gateways = thread::Gateways::default();
-    tokio::task::spawn_local(receiver(core.clone(), inbox, pseudo.clone(), stop.clone(), gateways.clone()));
+    let mine = Mine { index, pseudo: pseudo.clone(), stop: stop.clone(), gateways: gateways.clone() };
+    tokio::task::spawn_local(receiver(core.clone(), inbox, mine));
     tokio::task::spawn_local(replicate(core.clone(), index, peers.clone()));
-    Links { index, peers, stop, pseudo, gateways }
+    let reports = report::Asker::new(index, peers.clone());
+    Links { index, peers, stop, pseudo, gateways, reports }
 }
 
 /// Passes what this shard routed to shard `to`, batch by batch, in order.
@@ -241,14 +250,17 @@ async fn writer(core: Shared, me: u32, to: u32, id: InstanceId, outbox: Rc<Outbo
     }
 }
 
-/// Serves what the other shards send this one.
-async fn receiver(
-    core: Shared,
-    mut inbox: mpsc::Receiver<Envelope>,
+/// What the receiver of a shard needs of it.
+struct Mine {
+    index: u32,
     pseudo: Rc<Vec<InstanceId>>,
     stop: Rc<Notify>,
     gateways: thread::Gateways,
-) {
+}
+
+/// Serves what the other shards send this one.
+async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine) {
+    let Mine { index, pseudo, stop, gateways } = mine;
     let mut sequences = vec![0u64; pseudo.len()];
     while let Some(Envelope { from, message }) = inbox.recv().await {
         let Some(&id) = pseudo.get(from as usize).filter(|id| **id != 0) else { continue };
@@ -277,6 +289,10 @@ async fn receiver(
             }
             Message::Gateway(order) => gateways.apply(&core, order),
             Message::Stop => stop.notify_one(),
+            Message::Report(reply) => {
+                let r = report::snapshot(&core.borrow(), index, &gateways.service_metrics());
+                let _ = reply.send(r);
+            }
         }
     }
     stop.notify_one();

@@ -430,3 +430,105 @@ fn every_dest_refresh_crosses_in_the_flags_and_leaves_the_protocol_bits_alone() 
     }
     assert_eq!(policy_of(REQUEST_MCAST | 1), None, "a request from a socket carries none");
 }
+
+// Reports: one view of every shard (report.rs).
+
+/// Two linked shards, their links kept (for their reports).
+fn two_shards_linked() -> ((Shared, Links), (Shared, Links)) {
+    let mut ends = channels(2);
+    let (e1, e0) = (ends.pop().unwrap(), ends.pop().unwrap());
+    let new = || Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
+    let (a, b) = (new(), new());
+    let (la, lb) = (attach(&a, e0), attach(&b, e1));
+    tokio::task::spawn_local(crate::daemon::timer_loop(a.clone()));
+    tokio::task::spawn_local(crate::daemon::timer_loop(b.clone()));
+    ((a, la), (b, lb))
+}
+
+async fn gather(core: &Shared, links: &Links) -> report::Reports {
+    let mine = report::snapshot(&core.borrow(), links.index, &[]);
+    links.reports.gather(mine, report::REPORT_TIMEOUT).await
+}
+
+#[test]
+fn reports_of_both_shards_count_a_request_that_crossed_them_once() {
+    crate::fuzzing::run(async {
+        let ((a, la), (b, _lb)) = two_shards_linked();
+        let server = Client::connect(&b, "/s/", 8);
+        server.subscribe("echo");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 8);
+        let tids: Vec<TransId> = (0..3).map(|_| client.send("/s/echo", b"x", 5000, 0)).collect();
+        settle().await;
+        assert_eq!(server.requests().len(), 3);
+        let r = gather(&a, &la).await;
+        assert!(r.missing.is_empty(), "{r:?}");
+        assert_eq!(r.shards.iter().map(|s| s.shard).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!((r.stats().requests, r.in_flight(), r.connections()), (3, 3, 2), "{r:?}");
+        for tid in tids {
+            server.ret(tid, b"y");
+        }
+        settle().await;
+        assert_eq!(client.responses().len(), 3);
+        let r = gather(&a, &la).await;
+        let st = r.stats();
+        assert_eq!((st.requests, st.responses, r.in_flight()), (3, 3, 0), "{r:?}");
+        // Each shard's share: the requests entered on shard 0, the answers
+        // came from shard 1's instance.
+        let share: Vec<(u64, u64)> = r.shards.iter().map(|s| (s.stats.requests, s.stats.responses)).collect();
+        assert_eq!(share, [(3, 0), (0, 3)]);
+        // Per service (both unmanaged here): sent on one shard, received and
+        // answered on the other, the pseudo-instances not counted.
+        let u = r.service(None);
+        assert_eq!((u.counts.sent, u.counts.received, u.counts.handled(), u.instances), (3, 3, 3, 2));
+        assert_eq!(u.counts.duration.counts.iter().sum::<u64>(), 3);
+        let on_1: Vec<(InstanceId, u64)> = r.shards[1].instances.iter().map(|i| (i.id, i.handling)).collect();
+        assert_eq!(on_1, [(server.id, 0)]);
+    });
+}
+
+#[test]
+fn a_shard_that_does_not_answer_is_named_missing_within_the_timeout_and_asked_once() {
+    crate::fuzzing::run(async {
+        // Shard 1's inbox exists, but nothing reads it: a shard stuck.
+        let mut ends = channels(2);
+        let mut e1 = ends.pop().unwrap();
+        let e0 = ends.pop().unwrap();
+        let core = Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
+        let links = attach(&core, e0);
+        let started = tokio::time::Instant::now();
+        let r = gather(&core, &links).await;
+        assert_eq!(r.missing, [1]);
+        assert_eq!(r.shards.len(), 1);
+        assert_eq!(started.elapsed(), report::REPORT_TIMEOUT);
+        // A second call waits for the same question: one at most waits there.
+        let r = gather(&core, &links).await;
+        assert_eq!(r.missing, [1]);
+        let mut asked = 0;
+        let mut reply = None;
+        while let Ok(envelope) = e1.inbox.try_recv() {
+            if let Message::Report(tx) = envelope.message {
+                asked += 1;
+                reply = Some(tx);
+            }
+        }
+        assert_eq!(asked, 1);
+        // Answered late: the next call asks again, and that answer is used.
+        let _ = reply.unwrap().send(report::ShardReport { shard: 1, ..Default::default() });
+        let started = tokio::time::Instant::now();
+        let gathering = gather(&core, &links);
+        let answering = async {
+            loop {
+                tokio::task::yield_now().await;
+                if let Ok(Envelope { message: Message::Report(tx), .. }) = e1.inbox.try_recv() {
+                    let _ = tx.send(report::ShardReport { shard: 1, connections: 7, ..Default::default() });
+                    break;
+                }
+            }
+        };
+        let (r, ()) = tokio::join!(gathering, answering);
+        assert!(r.missing.is_empty(), "{r:?}");
+        assert_eq!(r.connections(), 7);
+        assert!(started.elapsed() < report::REPORT_TIMEOUT);
+    });
+}

@@ -9,6 +9,7 @@
 use super::{Ends, GatewayOrder};
 use crate::config::Config;
 use crate::internal::InternalApi;
+use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
 use crate::state::{Core, Shared};
 use std::cell::RefCell;
@@ -70,7 +71,7 @@ async fn give_back_memory(core: Shared) {
 
 /// The gateway slots this shard runs, by (service id, slot index).
 #[derive(Clone, Default)]
-pub struct Gateways(Rc<RefCell<HashMap<(u32, u32), Running>>>);
+pub struct Gateways(Rc<RefCell<HashMap<(u32, u32), Running>>>, Rc<RefCell<HashMap<u32, Rc<ServiceMetrics>>>>);
 
 /// One gateway slot's instances on this shard.
 struct Running {
@@ -84,10 +85,20 @@ impl Gateways {
     /// shard 0's did), then start again if the order says what to run.
     pub fn apply(&self, core: &Shared, order: GatewayOrder) {
         self.stop(core, order.slot, order.timeout_terminate);
-        let Some(spec) = order.start else { return };
+        let Some(spec) = order.start else {
+            // The service's counters go with its last slot.
+            let service = order.slot.0;
+            if !self.0.borrow().keys().any(|(s, _)| *s == service) {
+                self.1.borrow_mut().remove(&service);
+            }
+            return;
+        };
         let (service_id, process) = order.slot;
         let options = Rc::new(spec.options);
-        let metrics = Rc::new(crate::metrics::ServiceMetrics::default());
+        // One set of counters per service on this shard, kept across
+        // restarts as shard 0's supervisor keeps its own (the admin API
+        // adds them up, shards/report.rs).
+        let metrics = self.1.borrow_mut().entry(service_id).or_default().clone();
         let cancel = CancellationToken::new();
         let mut ids = Vec::new();
         for _ in 0..spec.count_thread {
@@ -130,6 +141,11 @@ impl Gateways {
         // Its listener closes now; open connections finish their current
         // request (the gateway's own shutdown).
         r.cancel.cancel();
+    }
+
+    /// The counters of the gateways this shard runs, per service id.
+    pub fn service_metrics(&self) -> Vec<(u32, Rc<ServiceMetrics>)> {
+        self.1.borrow().iter().map(|(id, m)| (*id, m.clone())).collect()
     }
 
     /// Stops every slot (the core stops).

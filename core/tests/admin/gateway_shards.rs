@@ -50,13 +50,13 @@ fn gateway(port: u16) -> String {
 fn a_gateway_runs_on_every_shard_and_goes_from_every_shard_when_removed() {
     let port = free_port();
     let core = TestCore::start_threads(&gateway(port), 2);
-    core.wait_running(1, 1);
+    core.wait_running(1, 2); // an instance on each shard
     wait_listeners(port, 2);
     assert!((0..40).all(|_| answers(port)), "every connection is answered, on whichever shard");
 
     let r = core.http("POST", "/v1/services/1/restart", None);
     assert!(r.status < 300, "{} {}", r.status, r.body);
-    core.wait_running(1, 1);
+    core.wait_running(1, 2); // an instance on each shard
     wait_listeners(port, 2);
     assert!((0..40).all(|_| answers(port)), "answered after a restart");
 

@@ -11,4 +11,5 @@ mod metrics;
 mod openapi;
 mod reroute_clock;
 mod services;
+mod shard_view;
 mod shutdown;
