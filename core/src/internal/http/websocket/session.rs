@@ -35,17 +35,18 @@ const CLOSE_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Extra time past `timeout_ms` before a call stops waiting on its own (the
 /// core answers by the deadline; this only guarantees no call hangs).
 const SAFETY_MARGIN: Duration = Duration::from_secs(1);
-/// Bytes read from the socket at most per read, 8 KiB. tungstenite zeroes
+/// Bytes read from the socket at most per read, 4 KiB. tungstenite zeroes
 /// this much of its read buffer before every read (also one that finds
-/// nothing), and keeps it per connection: its default, 128 KiB, cost more
-/// CPU than the framing and 1.3 GB of memory at 10,000 connections. Larger
-/// messages still arrive whole (the buffer grows to a frame's length), in
-/// more reads.
-const READ_CHUNK: usize = 8 * 1024;
+/// nothing, as on every push to the connection), and keeps it per
+/// connection: its default, 128 KiB, cost more CPU than the framing and
+/// 1.3 GB of memory at 10,000 connections. Larger messages still arrive
+/// whole (the buffer grows to a frame's length), in more reads.
+const READ_CHUNK: usize = 4 * 1024;
 /// Runtime rounds a write may wait, at most, for the answers of calls in
 /// flight on its connection to join it (one send for a burst of answers
 /// instead of one each). A round is one pass of the core's tasks: a few
-/// microseconds when it is idle, longer under load, where batching pays.
+/// microseconds when it is idle, longer under load, where batching pays
+/// (a cap in time as well, 1 ms, halved the batches under load).
 const HOLD_ROUNDS: u32 = 8;
 
 pub struct Session {
