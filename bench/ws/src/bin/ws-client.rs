@@ -11,11 +11,14 @@
 //!   ws-client fanout --url URL --connections N --duration S
 //!     Opens N connections to URL (all get the same ticks), then for S
 //!     seconds records each tick's delivery latency on each connection (now
-//!     minus the send time the tick carries). Last line:
-//!     `fanout: connections=N ticks=T delivered=D expected=E closed=C late=L p50_ms=X p99_ms=X max_ms=X`
+//!     minus the send time the tick carries), and per tick the time from its
+//!     send to the arrival of its last copy (the time one mcast takes to
+//!     reach every connection). Last line:
+//!     `fanout: connections=N ticks=T complete=K delivered=D expected=E closed=C late=L p50_ms=X p99_ms=X max_ms=X last_p50_ms=X last_p99_ms=X last_max_ms=X`
 //!     (expected: ticks seen × N; fewer delivered means lost or late copies;
-//!     closed: connections that failed; late: still without the window's
-//!     end 5 s after it).
+//!     complete: ticks that reached all N, over which the last_* figures
+//!     are taken; closed: connections that failed; late: still without the
+//!     window's end 5 s after it).
 //!
 //! One thread (a current-thread runtime), so the client costs the same
 //! whichever server it measures.
@@ -24,7 +27,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use futures_util::{stream, FutureExt, SinkExt, StreamExt};
 use hdrhistogram::Histogram;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -195,18 +198,27 @@ struct Deliveries {
     /// `length_ns` count; `from_ns` is u64::MAX until every connection is open.
     from_ns: AtomicU64,
     length_ns: u64,
-    latency_us: Mutex<Histogram<u64>>,
-    first_seq: AtomicU64,
-    last_seq: AtomicU64,
+    /// Each copy's latency, and per tick its send time, the copies seen and
+    /// the arrival of the last one.
+    seen: Mutex<Seen>,
+}
+
+struct Seen {
+    latency_us: Histogram<u64>,
+    ticks: BTreeMap<u64, Tick>,
+}
+
+struct Tick {
+    sent_ns: u64,
+    copies: usize,
+    last_ns: u64,
 }
 
 async fn fanout(a: FanoutArgs) -> anyhow::Result<()> {
     let d = Arc::new(Deliveries {
         from_ns: AtomicU64::new(u64::MAX),
         length_ns: (a.duration * 1e9) as u64,
-        latency_us: Mutex::new(histogram()),
-        first_seq: AtomicU64::new(u64::MAX),
-        last_seq: AtomicU64::new(0),
+        seen: Mutex::new(Seen { latency_us: histogram(), ticks: BTreeMap::new() }),
     });
     // Each connection is read from the moment it opens, so that ticks do
     // not pile up unread while the others open.
@@ -230,24 +242,35 @@ async fn fanout(a: FanoutArgs) -> anyhow::Result<()> {
             Err(_) => late += 1,
         }
     }
-    let h = d.latency_us.lock().expect("no listener panicked");
-    let (first, last) = (d.first_seq.load(Relaxed), d.last_seq.load(Relaxed));
-    let ticks = if first <= last { last - first + 1 } else { 0 };
+    let seen = d.seen.lock().expect("no listener panicked");
+    let h = &seen.latency_us;
+    // Per tick: from its send to its last copy's arrival, over the ticks
+    // that reached every connection (`complete`).
+    let mut last = histogram();
+    for t in seen.ticks.values().filter(|t| t.copies >= a.connections) {
+        last.saturating_record((t.last_ns.saturating_sub(t.sent_ns) / 1000).max(1));
+    }
+    let ticks = seen.ticks.len() as u64;
     let ms = |us: u64| us as f64 / 1000.0;
     println!(
-        "fanout: connections={} ticks={ticks} delivered={} expected={} closed={closed} late={late} p50_ms={:.2} p99_ms={:.2} max_ms={:.2}",
+        "fanout: connections={} ticks={ticks} complete={} delivered={} expected={} closed={closed} late={late} \
+         p50_ms={:.2} p99_ms={:.2} max_ms={:.2} last_p50_ms={:.2} last_p99_ms={:.2} last_max_ms={:.2}",
         a.connections,
+        last.len(),
         h.len(),
         ticks * a.connections as u64,
         ms(h.value_at_quantile(0.5)),
         ms(h.value_at_quantile(0.99)),
-        ms(h.max())
+        ms(h.max()),
+        ms(last.value_at_quantile(0.5)),
+        ms(last.value_at_quantile(0.99)),
+        ms(last.max())
     );
     Ok(())
 }
 
-/// Records the delivery latency of each tick sent in the window; returns at
-/// the first tick sent after it.
+/// Records the delivery of each tick sent in the window; returns at the
+/// first tick sent after it.
 async fn listen(mut ws: Ws, d: Arc<Deliveries>) -> anyhow::Result<()> {
     while let Some(next) = ws.next().await {
         let Message::Text(text) = next? else { continue };
@@ -258,12 +281,11 @@ async fn listen(mut ws: Ws, d: Arc<Deliveries>) -> anyhow::Result<()> {
             return Ok(());
         }
         if sent >= from {
-            d.latency_us
-                .lock()
-                .expect("no listener panicked")
-                .saturating_record((now.saturating_sub(sent) / 1000).max(1));
-            d.first_seq.fetch_min(seq, Relaxed);
-            d.last_seq.fetch_max(seq, Relaxed);
+            let mut seen = d.seen.lock().expect("no listener panicked");
+            seen.latency_us.saturating_record((now.saturating_sub(sent) / 1000).max(1));
+            let t = seen.ticks.entry(seq).or_insert(Tick { sent_ns: sent, copies: 0, last_ns: 0 });
+            t.copies += 1;
+            t.last_ns = t.last_ns.max(now);
         }
     }
     bail!("the server closed the connection")

@@ -175,11 +175,19 @@ impl WebSockets {
         let request_name = cfg.request_name.clone().unwrap_or_else(|| self.names.service_name(&Method::GET, &url_path));
         req = Request::from_parts(parts, body);
         let on_upgrade = hyper::upgrade::on(&mut req);
+        let with_frame = |kind: &[u8]| {
+            let mut i = base_info.clone();
+            info::push(&mut i, b"websocket_frame", kind);
+            i.into_boxed_slice()
+        };
+        let (text_info, binary_info) = (with_frame(b"text"), with_frame(b"binary"));
         let session = Session {
             api,
             cfg,
             entry,
             table,
+            text_info,
+            binary_info,
             base_info: base_info.into(),
             request_name,
             name,

@@ -17,6 +17,9 @@ pub struct Outgoing {
     wake: Notify,
     /// Woken once when the queue overflows.
     cut: Notify,
+    /// Calls in flight on the connection, whose answers will be queued
+    /// here: the writer holds a write briefly for them (session.rs).
+    pub expecting: Cell<usize>,
 }
 
 impl Outgoing {
@@ -28,6 +31,7 @@ impl Outgoing {
             overflowed: Cell::new(false),
             wake: Notify::new(),
             cut: Notify::new(),
+            expecting: Cell::new(0),
         }
     }
 

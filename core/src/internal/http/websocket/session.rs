@@ -13,13 +13,15 @@ use super::UniqueNames;
 use crate::instance::OwnedRequest;
 use crate::internal::api::SendOptions;
 use crate::internal::InternalApi;
+use bytes::Bytes;
 use cumulo_proto::{info, Status};
+use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::task::JoinSet;
-use tokio::time::{sleep_until, Instant};
+use tokio::time::{sleep, Instant};
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
@@ -33,6 +35,19 @@ const CLOSE_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Extra time past `timeout_ms` before a call stops waiting on its own (the
 /// core answers by the deadline; this only guarantees no call hangs).
 const SAFETY_MARGIN: Duration = Duration::from_secs(1);
+/// Bytes read from the socket at most per read, 4 KiB. tungstenite zeroes
+/// this much of its read buffer before every read (also one that finds
+/// nothing, as on every push to the connection), and keeps it per
+/// connection: its default, 128 KiB, cost more CPU than the framing and
+/// 1.3 GB of memory at 10,000 connections. Larger messages still arrive
+/// whole (the buffer grows to a frame's length), in more reads.
+const READ_CHUNK: usize = 4 * 1024;
+/// Runtime rounds a write may wait, at most, for the answers of calls in
+/// flight on its connection to join it (one send for a burst of answers
+/// instead of one each). A round is one pass of the core's tasks: a few
+/// microseconds when it is idle, longer under load, where batching pays
+/// (a cap in time as well, 1 ms, halved the batches under load).
+const HOLD_ROUNDS: u32 = 8;
 
 pub struct Session {
     pub api: Rc<InternalApi>,
@@ -42,6 +57,10 @@ pub struct Session {
     /// request_info of every message in: the upgrade's headers and the
     /// gateway's keys, `websocket_id`, `websocket_name`.
     pub base_info: Rc<[u8]>,
+    /// `base_info` with `websocket_frame` = `text`, and = `binary`: made
+    /// once, not per message.
+    pub text_info: Box<[u8]>,
+    pub binary_info: Box<[u8]>,
     pub request_name: String,
     pub name: String,
     pub stopping: CancellationToken,
@@ -54,11 +73,12 @@ impl Session {
         S: AsyncRead + AsyncWrite + Unpin + 'static,
     {
         let config = WebSocketConfig::default()
+            .read_buffer_size(READ_CHUNK)
             .max_message_size(Some(self.cfg.max_message))
             .max_frame_size(Some(self.cfg.max_frame));
         let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
         let (mut sink, mut stream) = ws.split();
-        let out = Rc::new(Outgoing::new(self.cfg.max_pending));
+        let out = Outgoing::new(self.cfg.max_pending);
         self.connected(&out).await;
         let why = {
             let writer = write_all(&mut sink, &out, &self.entry, &self.table);
@@ -122,58 +142,89 @@ impl Session {
     }
 
     /// Until the connection ends: why, and the close frame to send.
+    ///
+    /// Everything the loop waits on is made once and polled in place (the
+    /// idle and ping timers are re-armed only when they fire, the calls run
+    /// inside this task), so a message costs no timer, task or waiter of
+    /// its own beyond its call's.
     async fn serve<R>(
         &self,
         stream: &mut R,
-        out: &Rc<Outgoing>,
-        mut writer: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        out: &Outgoing,
+        mut writer: std::pin::Pin<&mut impl Future<Output = ()>>,
     ) -> (CloseReason, Option<(CloseCode, &'static str)>)
     where
         R: futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
     {
         let idle = Duration::from_millis(self.cfg.idle_timeout_ms);
-        let mut idle_deadline = Instant::now() + idle;
         let ping_every = Duration::from_millis(self.cfg.ping_ms.max(1));
-        let mut next_ping = Instant::now() + ping_every;
         let window = match self.cfg.protocol {
             Protocol::None => 1, // answers in the order of the messages
             Protocol::Id => self.cfg.max_in_flight,
         };
-        let mut calls: JoinSet<()> = JoinSet::new();
+        let mut calls = FuturesUnordered::new();
+        // The idle timer fires at most once per idle period: a frame only
+        // notes its time, and the timer, when it fires early, moves to that
+        // time plus the period.
+        let mut last_frame = Instant::now();
+        let idle_timer = sleep(idle);
+        let ping_timer = sleep(ping_every);
+        let stopping = self.stopping.cancelled();
+        let close_requested = self.entry.close_requested();
+        let overflowed = out.overflowed();
+        let next_request = self.api.next_request();
+        tokio::pin!(idle_timer, ping_timer, stopping, close_requested, overflowed, next_request);
         loop {
+            out.expecting.set(calls.len());
             tokio::select! {
                 biased;
-                _ = self.stopping.cancelled() => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
-                why = self.entry.close_requested() => {
+                () = &mut stopping => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
+                why = &mut close_requested => {
                     let text = match why {
                         CloseReason::Replaced => "a newer connection took this name",
                         _ => "closed by the operator",
                     };
                     return (why, Some((CloseCode::Normal, text)));
                 }
-                () = &mut writer => return (CloseReason::SlowReader, None),
-                () = out.overflowed() => return (CloseReason::SlowReader, None),
-                Some(_) = calls.join_next(), if !calls.is_empty() => {}
-                request = self.api.next_request() => match request {
-                    Some(r) => self.push(r, out),
-                    None => return (CloseReason::Stopping, Some((CloseCode::Away, "the core is stopping"))),
-                },
-                frame = stream.next(), if calls.len() < window => {
-                    idle_deadline = Instant::now() + idle;
-                    match frame {
-                        Some(Ok(Message::Text(t))) => self.message_in(t.as_bytes().to_vec(), true, out, &mut calls),
-                        Some(Ok(Message::Binary(b))) => self.message_in(b.to_vec(), false, out, &mut calls),
-                        Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
-                        Some(Ok(Message::Close(_))) | None => return (CloseReason::Client, None),
-                        Some(Err(e)) => return read_error(e),
+                () = &mut overflowed => return (CloseReason::SlowReader, None),
+                Some(reply) = calls.next(), if !calls.is_empty() => {
+                    if let Some(m) = reply {
+                        out.push(m);
                     }
                 }
-                () = sleep_until(idle_deadline) => {
-                    return (CloseReason::Idle, Some((CloseCode::Away, "idle timeout: nothing received within idle_timeout_ms")));
+                request = &mut next_request => {
+                    next_request.set(self.api.next_request());
+                    match request {
+                        Some(r) => self.push(r, out),
+                        None => return (CloseReason::Stopping, Some((CloseCode::Away, "the core is stopping"))),
+                    }
                 }
-                () = sleep_until(next_ping), if self.cfg.ping_ms > 0 => {
-                    next_ping = Instant::now() + ping_every;
-                    out.push(Message::Ping(bytes::Bytes::from_static(b"cumulo")));
+                frame = stream.next(), if calls.len() < window => {
+                    last_frame = Instant::now();
+                    let (body, text) = match frame {
+                        Some(Ok(Message::Text(t))) => (Bytes::from(t), true),
+                        Some(Ok(Message::Binary(b))) => (b, false),
+                        Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                        Some(Ok(Message::Close(_))) | None => return (CloseReason::Client, None),
+                        Some(Err(e)) => return read_error(e),
+                    };
+                    if let Some(call) = self.message_in(body, text, out) {
+                        calls.push(call);
+                    }
+                }
+                // After the branches that queue answers and start calls, so
+                // that a write sees the calls just started (Outgoing::expecting).
+                () = &mut writer => return (CloseReason::SlowReader, None),
+                () = &mut idle_timer => {
+                    let deadline = last_frame + idle;
+                    if deadline <= Instant::now() {
+                        return (CloseReason::Idle, Some((CloseCode::Away, "idle timeout: nothing received within idle_timeout_ms")));
+                    }
+                    idle_timer.as_mut().reset(deadline);
+                }
+                () = &mut ping_timer, if self.cfg.ping_ms > 0 => {
+                    ping_timer.as_mut().reset(Instant::now() + ping_every);
+                    out.push(Message::Ping(Bytes::from_static(b"cumulo")));
                 }
             }
         }
@@ -183,10 +234,12 @@ impl Session {
     /// the browser (text if it is UTF-8, unless request_info says
     /// `websocket_frame` = `binary`), and the sender gets an empty OK once
     /// it is queued.
-    fn push(&self, r: OwnedRequest, out: &Outgoing) {
+    fn push(&self, mut r: OwnedRequest, out: &Outgoing) {
         add(&self.table.counters.pushes, 1);
         let binary = info::get(&r.request_info, b"websocket_frame") == Some(b"binary");
-        if out.push(to_message(r.request.to_vec(), binary)) {
+        // The body moves into the message; only the trans_id is needed after.
+        let body = std::mem::take(&mut r.request).into_vec();
+        if out.push(to_message(body, binary)) {
             self.api.return_(&r, Status::Ok, b"", b"");
         } else {
             let why = format!("the browser of '{}' is not reading (max_pending): cut off", self.name);
@@ -194,50 +247,54 @@ impl Session {
         }
     }
 
-    /// A message from the browser becomes a request to `request_name`.
-    fn message_in(&self, body: Vec<u8>, text: bool, out: &Rc<Outgoing>, calls: &mut JoinSet<()>) {
+    /// A message from the browser becomes a request to `request_name`: the
+    /// call to run (inside the session's task), whose result is the message
+    /// back, if any; None when the message is refused at once.
+    fn message_in<'a>(
+        &'a self,
+        body: Bytes,
+        text: bool,
+        out: &Outgoing,
+    ) -> Option<impl Future<Output = Option<Message>> + 'a> {
         let c = &self.table.counters;
         add(&c.messages_in, 1);
         add(&c.bytes_in, body.len() as u64);
         add(&self.entry.messages_in, 1);
         add(&self.entry.bytes_in, body.len() as u64);
-        let mut info = self.base_info.to_vec();
-        info::push(&mut info, b"websocket_frame", if text { b"text" } else { b"binary" });
-        let id = match self.cfg.protocol {
-            Protocol::None => None,
+        let base: &[u8] = if text { &self.text_info } else { &self.binary_info };
+        let (info, id) = match self.cfg.protocol {
+            Protocol::None => (None, None),
             Protocol::Id => match protocol::request_id(&body) {
                 Ok(id) => {
+                    let mut info = base.to_vec();
                     info::push(&mut info, b"websocket_request_id", id.to_string().as_bytes());
-                    Some(id)
+                    (Some(info), Some(id))
                 }
                 Err(why) => {
                     out.push(Message::text(protocol::refused(&why)));
-                    return;
+                    return None;
                 }
             },
         };
-        let (api, out, table, entry) = (self.api.clone(), out.clone(), self.table.clone(), self.entry.clone());
-        let name = self.request_name.clone();
         let o = SendOptions { timeout_ms: self.cfg.timeout_ms, priority: 0, wait_for_service: false };
-        calls.spawn_local(async move {
+        Some(async move {
+            let name = &self.request_name;
             let limit = Duration::from_millis(o.timeout_ms as u64) + SAFETY_MARGIN;
-            let (status, response) = match tokio::time::timeout(limit, api.send_sync(&name, &info, &body, o)).await {
+            let info = info.as_deref().unwrap_or(base);
+            let (status, response) = match tokio::time::timeout(limit, self.api.send_sync(name, info, &body, o)).await {
                 Ok(a) => (a.status, a.response),
                 Err(_) => (Status::Timeout, format!("no answer from '{name}' in time").into_bytes()),
             };
             if status != Status::Ok {
-                add(&table.counters.request_errors, 1);
-                tracing::debug!("http: websocket {} request to '{name}' failed: {}", entry.id, status.name());
+                add(&self.table.counters.request_errors, 1);
+                tracing::debug!("http: websocket {} request to '{name}' failed: {}", self.entry.id, status.name());
             }
-            let reply = match id {
+            match id {
                 Some(id) => Some(Message::text(protocol::answer(&id, status, &response))),
                 None if status == Status::Ok && !response.is_empty() => Some(to_message(response, !text)),
                 None => None,
-            };
-            if let Some(m) = reply {
-                out.push(m);
             }
-        });
+        })
     }
 }
 
@@ -249,17 +306,28 @@ where
 {
     while let Some(m) = out.next().await {
         let mut batch = Some(m);
-        while let Some(m) = batch.take().or_else(|| out.try_next()) {
-            if !matches!(m, Message::Ping(_)) {
-                let n = m.len() as u64;
-                add(&table.counters.messages_out, 1);
-                add(&table.counters.bytes_out, n);
-                add(&entry.messages_out, 1);
-                add(&entry.bytes_out, n);
+        let mut rounds = 0;
+        loop {
+            while let Some(m) = batch.take().or_else(|| out.try_next()) {
+                if !matches!(m, Message::Ping(_)) {
+                    let n = m.len() as u64;
+                    add(&table.counters.messages_out, 1);
+                    add(&table.counters.bytes_out, n);
+                    add(&entry.messages_out, 1);
+                    add(&entry.bytes_out, n);
+                }
+                if sink.feed(m).await.is_err() {
+                    return std::future::pending().await; // the reader sees the end
+                }
             }
-            if sink.feed(m).await.is_err() {
-                return std::future::pending().await; // the reader sees the end
+            // Calls in flight on this connection (the next pipelined
+            // message's, most often): their answers join this write if they
+            // come within a few rounds; a push alone is written at once.
+            if out.expecting.get() == 0 || rounds == HOLD_ROUNDS {
+                break;
             }
+            rounds += 1;
+            tokio::task::yield_now().await;
         }
         if sink.flush().await.is_err() {
             return std::future::pending().await;
