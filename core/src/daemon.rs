@@ -243,7 +243,9 @@ async fn keepalive_loop(core: Shared, supervisor: Rc<Supervisor>) {
     loop {
         tick.tick().await;
         nonce += 1;
-        let hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
+        let mut hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
+        // Processes whose instance another shard closed as hung.
+        hung.append(&mut core.borrow_mut().handoff.hung_pids);
         supervisor.kill_hung(&hung);
     }
 }

@@ -60,6 +60,7 @@ pub fn detail(core: &Core, svc: &Service, load: (u64, u64)) -> Value {
                 "pid": s.pid.get(),
                 "instances": s.instances(core).len(),
                 "restarts": s.restarts.get(),
+                "shards": s.shards(core),
             })
         })
         .collect();

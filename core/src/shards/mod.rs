@@ -33,6 +33,7 @@
 //! - `thread`: the threads of shards 1.. and the gateways they run;
 //! - `tests`: requests, multicast and forwards across two shards.
 
+pub mod handoff;
 pub mod thread;
 
 use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
@@ -86,6 +87,13 @@ pub enum Message {
     Gateway(GatewayOrder),
     /// The core stops.
     Stop,
+
+    // Service connections served by other shards (`handoff`).
+    /// From shard 0: adopt a connection, retire instances, new options.
+    Order(handoff::Order),
+    /// To shard 0: an instance handed over is gone (its connection ended;
+    /// `hung`: closed by the keep-alive check, its process to be killed).
+    Gone { id: InstanceId, hung: bool },
 }
 
 /// One process slot of an HTTP gateway service, for the other shards.
@@ -215,8 +223,16 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
     let pseudo = Rc::new(pseudo);
     let stop = Rc::new(Notify::new());
     let gateways = thread::Gateways::default();
-    tokio::task::spawn_local(receiver(core.clone(), inbox, pseudo.clone(), stop.clone(), gateways.clone()));
+    tokio::task::spawn_local(receiver(
+        core.clone(),
+        inbox,
+        pseudo.clone(),
+        stop.clone(),
+        gateways.clone(),
+        peers.clone(),
+    ));
     tokio::task::spawn_local(replicate(core.clone(), index, peers.clone()));
+    tokio::task::spawn_local(handoff::send_orders(core.clone(), index, peers.clone()));
     Links { index, peers, stop, pseudo, gateways }
 }
 
@@ -248,6 +264,7 @@ async fn receiver(
     pseudo: Rc<Vec<InstanceId>>,
     stop: Rc<Notify>,
     gateways: thread::Gateways,
+    peers: Vec<mpsc::Sender<Envelope>>,
 ) {
     let mut sequences = vec![0u64; pseudo.len()];
     while let Some(Envelope { from, message }) = inbox.recv().await {
@@ -277,6 +294,8 @@ async fn receiver(
             }
             Message::Gateway(order) => gateways.apply(&core, order),
             Message::Stop => stop.notify_one(),
+            Message::Order(order) => handoff::apply(&core, order, peers[from as usize].clone()),
+            Message::Gone { id, hung } => core.borrow_mut().gone_elsewhere(id, hung),
         }
     }
     stop.notify_one();
