@@ -4,10 +4,10 @@
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
 use crate::close_reason::CloseReason;
+use crate::config::ServiceOptions;
 use crate::instance::{Endpoint, Outbox};
 use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
-use crate::config::ServiceOptions;
 use crate::shards::handoff::{Adoption, Order, StdSocket};
 use crate::state::{Accepted, Shared, HUNG_AFTER_ROUNDS};
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};

@@ -299,12 +299,11 @@ impl Core {
                 return Err((Status::InvalidArgument, why));
             }
             let label = format!("unmanaged instance {id} ({prefix})");
-            let shard = match movable && self.shard.count > 1 {
-                true => self.handoff.pick(self.shard.count, None),
-                false => self.shard.index,
-            };
+            // Unmanaged instances (tools, tests, load generators) stay on
+            // the shard that admitted them: their sender allowances, the
+            // core's byte limits and the "unmanaged" metrics stay one count.
             let (o, m) = (self.unmanaged_options.clone(), self.unmanaged_metrics.clone());
-            (Rc::from(prefix), o, m, None, label, 0, 1, 1, shard)
+            (Rc::from(prefix), o, m, None, label, 0, 1, 1, self.shard.index)
         } else {
             let Some(slot) = self.processes.get_mut(token) else {
                 return Err((Status::Unauthorized, "unknown token: this process was not started by this core".into()));
@@ -326,10 +325,9 @@ impl Core {
             }
             *thread = Some(id);
             let shard = match movable && self.shard.count > 1 {
-                true => self.handoff.pick(
-                    self.shard.count,
-                    Some((slot.process_index, slot.thread_count, thread_index)),
-                ),
+                true => {
+                    crate::shards::handoff::pick(self.shard.count, slot.process_index, slot.thread_count, thread_index)
+                }
                 false => self.shard.index,
             };
             if let Some(s) = slot.shards.get_mut(thread_index as usize) {
@@ -359,7 +357,8 @@ impl Core {
         };
         if shard != self.shard.index {
             // Served there; the id stays reserved here until it is gone.
-            self.handoff.shard_of.insert(id, shard);
+            let service = origin.as_ref().map_or(0, |o| o.service);
+            self.handoff.shard_of.insert(id, (shard, service));
             return Ok(accepted(label, origin));
         }
         tracing::debug!(instance = id, "{label} connected (window {window})");
@@ -669,7 +668,7 @@ impl Core {
     fn retire_elsewhere(&mut self, ids: &[InstanceId], terminate_ms: u32, why: &str) {
         let mut by_shard: BTreeMap<u32, Vec<InstanceId>> = BTreeMap::new();
         for id in ids {
-            if let Some(&s) = self.handoff.shard_of.get(id) {
+            if let Some(&(s, _)) = self.handoff.shard_of.get(id) {
                 by_shard.entry(s).or_default().push(*id);
             }
         }

@@ -14,6 +14,10 @@ pub fn load_by_service(core: &Core) -> ahash::AHashMap<Option<ServiceId>, (u64, 
         e.0 += 1;
         e.1 += inst.queue.len() as u64;
     }
+    // Instances another shard serves (their queues are counted there).
+    for &(_, service) in core.handoff.shard_of.values() {
+        m.entry(Some(service)).or_default().0 += 1;
+    }
     m
 }
 

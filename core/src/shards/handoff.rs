@@ -57,9 +57,16 @@ pub struct Adoption {
 pub enum Order {
     Adopt(Box<Adoption>),
     /// Retire these instances (as `Core::retire_instances`).
-    Retire { ids: Vec<InstanceId>, terminate_ms: u32, why: String },
+    Retire {
+        ids: Vec<InstanceId>,
+        terminate_ms: u32,
+        why: String,
+    },
     /// A service's new options, for its instances there.
-    Options { service: ServiceId, options: ServiceOptions },
+    Options {
+        service: ServiceId,
+        options: ServiceOptions,
+    },
 }
 
 /// A shard's per-service counters (the instances it serves), in a form
@@ -80,12 +87,10 @@ pub struct Handoff {
     /// which shard. Their ids stay reserved here (`Core::new_id`) and they
     /// count against `core.max_connections` until that shard says they
     /// are gone.
-    pub shard_of: AHashMap<InstanceId, u32>,
+    pub shard_of: AHashMap<InstanceId, (u32, ServiceId)>,
     /// Orders waiting for the sending task, in the order they were made.
     orders: Vec<(u32, Order)>,
     wake: Rc<Notify>,
-    /// The next shard for an unmanaged instance (round robin).
-    next_unmanaged: u32,
     /// Other shards: the per-service metrics of the instances adopted here
     /// (metrics are `Cell`s on one thread; each shard counts its own).
     pub metrics: AHashMap<ServiceId, Rc<ServiceMetrics>>,
@@ -94,23 +99,14 @@ pub struct Handoff {
     pub hung_pids: Vec<u32>,
 }
 
-impl Handoff {
-    /// The shard that serves a new instance, of `count`: a managed one by
-    /// its place among the service's threads (so a service's processes
-    /// spread evenly and predictably), an unmanaged one round robin.
-    pub fn pick(&mut self, count: u32, place: Option<(u32, u32, u32)>) -> u32 {
-        match place {
-            Some((process_index, thread_count, thread_index)) => {
-                ((process_index as u64 * thread_count as u64 + thread_index as u64) % count as u64) as u32
-            }
-            None => {
-                let s = self.next_unmanaged % count;
-                self.next_unmanaged = self.next_unmanaged.wrapping_add(1);
-                s
-            }
-        }
-    }
+/// The shard of `count` that serves a managed process's thread: by its
+/// place among the service's threads, so that a service's processes spread
+/// evenly and predictably (process 0 on shard 0, process 1 on shard 1, ...).
+pub fn pick(count: u32, process_index: u32, thread_count: u32, thread_index: u32) -> u32 {
+    ((process_index as u64 * thread_count as u64 + thread_index as u64) % count.max(1) as u64) as u32
+}
 
+impl Handoff {
     /// Queues an order for `shard`.
     pub fn order(&mut self, shard: u32, order: Order) {
         self.orders.push((shard, order));
@@ -215,7 +211,11 @@ async fn serve_adopted(core: Shared, a: Adoption, reply: mpsc::Sender<Envelope>)
     let hung = match crate::listener::serve_handed(&core, a).await {
         Ok(hung) => hung,
         Err(why) => {
-            tracing::warn!(instance = id, "shard {}: cannot serve a connection handed over: {why}", core.borrow().shard.index);
+            tracing::warn!(
+                instance = id,
+                "shard {}: cannot serve a connection handed over: {why}",
+                core.borrow().shard.index
+            );
             false
         }
     };
