@@ -381,14 +381,14 @@ pub(crate) async fn serve_handed(core: &Shared, mut a: Adoption) -> Result<bool,
 async fn adopt_and_serve<S: Socket + AsRawFd>(core: &Shared, stream: S, a: &Adoption) -> Result<bool, String> {
     let fd = stream.as_raw_fd();
     let (rd, mut wr) = stream.split();
-    let outbox = {
+    let outbox = Outbox::new(core.borrow().limits.max_outbox);
+    let adopted = core.borrow_mut().adopt(a, Endpoint::Socket(outbox.clone()));
+    if let Err(why) = adopted {
+        write_error(&mut wr, Status::ShuttingDown, &why).await;
+        return Err(why);
+    }
+    {
         let mut c = core.borrow_mut();
-        let outbox = Outbox::new(c.limits.max_outbox);
-        if let Err(why) = c.adopt(a, Endpoint::Socket(outbox.clone())) {
-            drop(c);
-            write_error(&mut wr, Status::ShuttingDown, &why).await;
-            return Err(why);
-        }
         let w = cumulo_proto::Welcome {
             version: cumulo_proto::VERSION,
             node_id: c.limits.node_id,
@@ -410,8 +410,7 @@ async fn adopt_and_serve<S: Socket + AsRawFd>(core: &Shared, stream: S, a: &Adop
         if let Some(inst) = c.instances.get_mut(&a.id) {
             inst.rx_fd = Some(fd);
         }
-        outbox
-    };
+    }
     let mut buf = Vec::with_capacity(READ_CHUNK.max(a.rest.len()));
     buf.extend_from_slice(&a.rest);
     tracing::trace!(instance = a.id, "handed over from {}", a.peer);

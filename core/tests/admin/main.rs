@@ -10,5 +10,6 @@ mod logs;
 mod metrics;
 mod openapi;
 mod reroute_clock;
+mod service_shards;
 mod services;
 mod shutdown;
