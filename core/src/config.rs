@@ -111,6 +111,10 @@ pub struct CoreConfig {
     /// Threads the core routes on (shards, `crate::shards`): 1 is a single
     /// event loop; the default is one per CPU.
     pub threads: u32,
+    /// With more than one thread, hand each managed service connection to
+    /// a shard after its HELLO (`shards::handoff`) instead of serving every
+    /// one on shard 0. Off by default for now.
+    pub spread_instances: bool,
 }
 
 impl Default for CoreConfig {
@@ -135,6 +139,7 @@ impl Default for CoreConfig {
             allow_unmanaged: true,
             unmanaged: ServiceOptions::default(),
             threads: default_threads(),
+            spread_instances: false,
         }
     }
 }

@@ -69,6 +69,7 @@ pub(crate) fn limits(cfg: &Config) -> Limits {
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,
         allow_unmanaged: cfg.core.allow_unmanaged,
+        spread_instances: cfg.core.spread_instances,
     }
 }
 
@@ -244,7 +245,9 @@ async fn keepalive_loop(core: Shared, supervisor: Rc<Supervisor>) {
     loop {
         tick.tick().await;
         nonce += 1;
-        let hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
+        let mut hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
+        // Processes whose instance another shard closed as hung.
+        hung.append(&mut core.borrow_mut().handoff.hung_pids);
         supervisor.kill_hung(&hung);
     }
 }

@@ -41,6 +41,7 @@ pub fn small_limits() -> Limits {
         keepalive: Duration::from_secs(5),
         max_connections: 16,
         allow_unmanaged: true,
+        spread_instances: true,
     }
 }
 

@@ -4,17 +4,19 @@
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
 use crate::close_reason::CloseReason;
+use crate::config::ServiceOptions;
 use crate::instance::{Endpoint, Outbox};
 use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
-use crate::state::Shared;
+use crate::shards::handoff::{Adoption, Order, StdSocket};
+use crate::state::{Accepted, Shared, HUNG_AFTER_ROUNDS};
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
 /// Bytes read per system call at most; also the initial buffer size.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
@@ -63,8 +65,7 @@ pub async fn serve_unix(core: Shared, listener: UnixListener) {
                     None => "a local process".to_string(),
                 };
                 let peer = Peer { label, fd: Some(stream.as_raw_fd()) };
-                let (rd, wr) = stream.into_split();
-                tokio::task::spawn_local(connection_from(core.clone(), rd, wr, peer));
+                tokio::task::spawn_local(socket_connection(core.clone(), stream, peer));
             }
             Err(e) => accept_error(e, &mut warnings).await,
         }
@@ -78,8 +79,7 @@ pub async fn serve_tcp(core: Shared, listener: TcpListener) {
             Ok((stream, addr)) => {
                 let _ = stream.set_nodelay(true);
                 let peer = Peer { label: addr.to_string(), fd: Some(stream.as_raw_fd()) };
-                let (rd, wr) = stream.into_split();
-                tokio::task::spawn_local(connection_from(core.clone(), rd, wr, peer));
+                tokio::task::spawn_local(socket_connection(core.clone(), stream, peer));
             }
             Err(e) => accept_error(e, &mut warnings).await,
         }
@@ -163,8 +163,77 @@ impl Drop for Handshaking {
     }
 }
 
-/// As `connection`, naming the peer in logs.
+/// As `connection`, naming the peer in logs. The connection stays on this
+/// shard (a stream that is not a socket cannot be handed over).
 pub async fn connection_from<R, W>(core: Shared, mut rd: R, mut wr: W, peer: Peer)
+where
+    R: AsyncRead + Unpin + 'static,
+    W: AsyncWrite + Unpin + 'static,
+{
+    if let Some(Handshaken::Here { id, rb, outbox }) = handshake(&core, &mut rd, &mut wr, &peer, false).await {
+        serve_admitted(&core, id, rd, wr, rb, outbox).await;
+    }
+}
+
+/// A socket the listeners accept, which may be handed to another shard
+/// after its HELLO (`shards::handoff`).
+trait Socket: Sized + 'static {
+    type R: AsyncRead + Unpin + 'static;
+    type W: AsyncWrite + Unpin + 'static;
+    fn split(self) -> (Self::R, Self::W);
+    /// The halves back together, out of this runtime.
+    fn into_std(rd: Self::R, wr: Self::W) -> std::io::Result<StdSocket>;
+}
+
+impl Socket for UnixStream {
+    type R = tokio::net::unix::OwnedReadHalf;
+    type W = tokio::net::unix::OwnedWriteHalf;
+    fn split(self) -> (Self::R, Self::W) {
+        self.into_split()
+    }
+    fn into_std(rd: Self::R, wr: Self::W) -> std::io::Result<StdSocket> {
+        let s = rd.reunite(wr).map_err(|e| std::io::Error::other(e.to_string()))?;
+        s.into_std().map(StdSocket::Unix)
+    }
+}
+
+impl Socket for TcpStream {
+    type R = tokio::net::tcp::OwnedReadHalf;
+    type W = tokio::net::tcp::OwnedWriteHalf;
+    fn split(self) -> (Self::R, Self::W) {
+        self.into_split()
+    }
+    fn into_std(rd: Self::R, wr: Self::W) -> std::io::Result<StdSocket> {
+        let s = rd.reunite(wr).map_err(|e| std::io::Error::other(e.to_string()))?;
+        s.into_std().map(StdSocket::Tcp)
+    }
+}
+
+/// A listener's connection: its handshake here, then served here or handed
+/// to the shard shard 0 picked for it.
+async fn socket_connection<S: Socket>(core: Shared, stream: S, peer: Peer) {
+    let (mut rd, mut wr) = stream.split();
+    match handshake(&core, &mut rd, &mut wr, &peer, true).await {
+        Some(Handshaken::Here { id, rb, outbox }) => {
+            serve_admitted(&core, id, rd, wr, rb, outbox).await;
+        }
+        Some(Handshaken::Elsewhere { accepted, rest }) => hand_over(&core, accepted, rest, S::into_std(rd, wr), peer),
+        None => {}
+    }
+}
+
+/// What a handshake ended in.
+enum Handshaken {
+    /// An instance of this shard: its unread bytes and its outbox (with the
+    /// WELCOME in it).
+    Here { id: InstanceId, rb: ReadBuf, outbox: Rc<Outbox> },
+    /// Admitted for another shard: the bytes read past the HELLO.
+    Elsewhere { accepted: Accepted, rest: Vec<u8> },
+}
+
+/// Counts the connection against core.max_connections, reads its HELLO
+/// and admits it; None when it was refused or closed (the refusal written).
+async fn handshake<R, W>(core: &Shared, rd: &mut R, wr: &mut W, peer: &Peer, movable: bool) -> Option<Handshaken>
 where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,
@@ -189,19 +258,20 @@ where
         }
     };
     if let Some(msg) = refused {
-        return write_error(&mut wr, Status::InvalidArgument, &msg).await;
+        write_error(wr, Status::InvalidArgument, &msg).await;
+        return None;
     }
     let handshaking = Handshaking(core.clone());
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     let outbox = Outbox::new(max_outbox);
-    let admitted = match read_hello(&core, &mut rd, &mut rb).await {
-        Ok(total) => admit(&core, &rb.buf[LEN_PREFIX..total], &outbox, max_frame, peer.fd).map(|id| (id, total)),
+    let admitted = match read_hello(core, rd, &mut rb).await {
+        Ok(total) => admit(core, &rb.buf[LEN_PREFIX..total], &outbox, max_frame, peer.fd, movable).map(|a| (a, total)),
         Err(r) => Err(r),
     };
     drop(handshaking);
-    let (id, total) = match admitted {
+    let (accepted, total) = match admitted {
         Ok(a) => a,
-        Err(None) => return, // closed before speaking
+        Err(None) => return None, // closed before speaking
         Err(Some(r)) => {
             {
                 let mut c = core.borrow_mut();
@@ -209,13 +279,39 @@ where
                     format!("refused {n} connection(s) in the handshake; last from {}: {}", peer.label, r.message)
                 });
             }
-            return write_error(&mut wr, r.status, &r.message).await;
+            write_error(wr, r.status, &r.message).await;
+            return None;
         }
     };
-    let prefix_for_log = core.borrow().instances.get(&id).map_or_else(|| Rc::from(""), |i| i.prefix.clone());
+    if accepted.shard != core.borrow().shard.index {
+        return Some(Handshaken::Elsewhere { accepted, rest: rb.buf[total..].to_vec() });
+    }
     rb.start = total;
+    Some(Handshaken::Here { id: accepted.id, rb, outbox })
+}
+
+/// Serves an admitted instance's connection (its WELCOME queued) until it
+/// ends, and removes the instance. Returns whether the keep-alive check
+/// closed it as hung.
+pub(crate) async fn serve_admitted<R, W>(
+    core: &Shared,
+    id: InstanceId,
+    mut rd: R,
+    wr: W,
+    mut rb: ReadBuf,
+    outbox: Rc<Outbox>,
+) -> bool
+where
+    R: AsyncRead + Unpin + 'static,
+    W: AsyncWrite + Unpin + 'static,
+{
+    let (max_frame, max_outbox) = {
+        let c = core.borrow();
+        (c.limits.max_frame, c.limits.max_outbox)
+    };
+    let prefix_for_log = core.borrow().instances.get(&id).map_or_else(|| Rc::from(""), |i| i.prefix.clone());
     let writer = tokio::task::spawn_local(write_loop(outbox.clone(), wr));
-    let why = read_loop(&core, id, &mut rd, &mut rb, &outbox, max_frame).await;
+    let why = read_loop(core, id, &mut rd, &mut rb, &outbox, max_frame).await;
     let why = if outbox.overflowed.get() {
         core.borrow_mut().stats.slow_consumers += 1;
         CloseReason::SlowConsumer { max_outbox }
@@ -227,10 +323,98 @@ where
     } else {
         tracing::warn!(instance = id, "closing {prefix_for_log} instance {id}: {why}");
     }
+    let hung = core.borrow().instances.get(&id).is_some_and(|i| i.silent_rounds >= HUNG_AFTER_ROUNDS);
     core.borrow_mut().remove_instance(id, &why.to_string());
     outbox.close();
     let _ = writer.await;
     core.borrow_mut().connection_tasks -= 1;
+    hung
+}
+
+/// Shard 0: hands a connection admitted for another shard to that shard.
+fn hand_over(core: &Shared, a: Accepted, rest: Vec<u8>, socket: std::io::Result<StdSocket>, peer: Peer) {
+    let mut c = core.borrow_mut();
+    let socket = match socket {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(instance = a.id, "{}: cannot hand its connection to shard {}: {e}", a.label, a.shard);
+            return c.gone_elsewhere(a.id, false);
+        }
+    };
+    let adoption = Adoption {
+        socket: Some(socket),
+        peer: peer.label,
+        rest,
+        id: a.id,
+        prefix: a.prefix.to_string(),
+        label: a.label,
+        origin: a.origin.map(|o| (o.service, o.process_index, o.token.to_string())),
+        options: ServiceOptions::clone(&a.options),
+        window: a.window,
+        process_index: a.process_index,
+        process_count: a.process_count,
+        thread_count: a.thread_count,
+    };
+    c.handoff.order(a.shard, Order::Adopt(Box::new(adoption)));
+}
+
+/// Another shard: registers a connection shard 0 handed over, writes its
+/// WELCOME and serves it until it ends (as `serve_admitted`). Returns
+/// whether the keep-alive check closed it as hung.
+pub(crate) async fn serve_handed(core: &Shared, mut a: Adoption) -> Result<bool, String> {
+    let handed = |e: std::io::Error| format!("{}: {e}", a.label);
+    match a.socket.take() {
+        Some(StdSocket::Unix(s)) => {
+            s.set_nonblocking(true).map_err(handed)?;
+            let s = UnixStream::from_std(s).map_err(handed)?;
+            adopt_and_serve(core, s, &a).await
+        }
+        Some(StdSocket::Tcp(s)) => {
+            s.set_nonblocking(true).map_err(handed)?;
+            let s = TcpStream::from_std(s).map_err(handed)?;
+            adopt_and_serve(core, s, &a).await
+        }
+        None => Err(format!("{}: no socket handed over", a.label)),
+    }
+}
+
+async fn adopt_and_serve<S: Socket + AsRawFd>(core: &Shared, stream: S, a: &Adoption) -> Result<bool, String> {
+    let fd = stream.as_raw_fd();
+    let (rd, mut wr) = stream.split();
+    let outbox = Outbox::new(core.borrow().limits.max_outbox);
+    let adopted = core.borrow_mut().adopt(a, Endpoint::Socket(outbox.clone()));
+    if let Err(why) = adopted {
+        write_error(&mut wr, Status::ShuttingDown, &why).await;
+        return Err(why);
+    }
+    {
+        let mut c = core.borrow_mut();
+        let w = cumulo_proto::Welcome {
+            version: cumulo_proto::VERSION,
+            node_id: c.limits.node_id,
+            instance_id: a.id,
+            process_index: a.process_index,
+            process_count: a.process_count,
+            thread_count: a.thread_count,
+            window: a.window,
+            max_frame: c.limits.max_frame,
+            timeout_async: a.options.timeout_async,
+            timeout_sync: a.options.timeout_sync,
+            timeout_terminate: a.options.timeout_terminate,
+            priority_default: a.options.priority_default,
+            keepalive: c.limits.keepalive.as_millis() as u32,
+            prefix: &a.prefix,
+        };
+        outbox.push(|b| crate::frames::welcome(b, &w));
+        c.connection_tasks += 1;
+        if let Some(inst) = c.instances.get_mut(&a.id) {
+            inst.rx_fd = Some(fd);
+        }
+    }
+    let mut buf = Vec::with_capacity(READ_CHUNK.max(a.rest.len()));
+    buf.extend_from_slice(&a.rest);
+    tracing::trace!(instance = a.id, "handed over from {}", a.peer);
+    Ok(serve_admitted(core, a.id, rd, wr, ReadBuf { buf, start: 0 }, outbox).await)
 }
 
 /// Reads the first frame, which must be HELLO, within core.hello_timeout:
@@ -277,7 +461,8 @@ fn admit(
     outbox: &Rc<Outbox>,
     max_frame: u32,
     fd: Option<RawFd>,
-) -> Result<InstanceId, Option<Refusal>> {
+    movable: bool,
+) -> Result<Accepted, Option<Refusal>> {
     let h = match decode(frame) {
         Ok(Frame::Hello(h)) => h,
         Ok(other) => {
@@ -295,8 +480,11 @@ fn admit(
     }
     let mut c = core.borrow_mut();
     let a = c
-        .admit(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone()))
+        .admit_on_a_shard(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone()), movable)
         .map_err(|(status, msg)| Some(Refusal::new(status, msg)))?;
+    if a.shard != c.shard.index {
+        return Ok(a); // its WELCOME is written by the shard that serves it
+    }
     let w = cumulo_proto::Welcome {
         version: cumulo_proto::VERSION,
         node_id: c.limits.node_id,
@@ -318,7 +506,7 @@ fn admit(
     if let Some(inst) = c.instances.get_mut(&a.id) {
         inst.rx_fd = fd;
     }
-    Ok(a.id)
+    Ok(a)
 }
 
 /// Reads and routes frames until the connection ends; returns why it ended.

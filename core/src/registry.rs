@@ -232,6 +232,33 @@ impl Registry {
         out
     }
 
+    /// As `lookup_all`, except that the instances `per_subscription` picks
+    /// (other shards' pseudo-instances) are listed once per subscription to
+    /// every matching pattern, with that pattern: each is one instance there.
+    pub fn lookup_all_copies(
+        &self,
+        name: &str,
+        per_subscription: impl Fn(InstanceId) -> bool,
+    ) -> Vec<(InstanceId, Rc<str>)> {
+        let mut out: Vec<(InstanceId, Rc<str>)> = Vec::new();
+        let mut seen: AHashSet<InstanceId> = AHashSet::new();
+        let exact = self.entries.get(name).filter(|e| !e.wild);
+        let wild = self.candidates(name).into_iter().filter(|p| pattern::matches(p, name));
+        for e in exact.into_iter().chain(wild.map(|p| &self.entries[p])) {
+            for &i in &e.instances {
+                if per_subscription(i) || seen.insert(i) {
+                    out.push((i, e.pattern.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The entry of one pattern, exactly.
+    pub fn entry_mut(&mut self, pattern: &str) -> Option<&mut PatternEntry> {
+        self.entries.get_mut(pattern)
+    }
+
     /// Every pattern with its instances (for listings).
     pub fn patterns(&self) -> impl Iterator<Item = &PatternEntry> {
         self.entries.values()

@@ -26,6 +26,10 @@ pub struct Route<'a> {
     pub name: &'a str,
     pub request_info: &'a [u8],
     pub request: &'a [u8],
+    /// A multicast copy from another shard: the pattern it was made for
+    /// (served by an instance of that pattern here, not of the most
+    /// specific one).
+    pub via: Option<&'a str>,
 }
 
 impl Route<'_> {
@@ -57,6 +61,7 @@ impl OwnedRequest {
             name: &self.name,
             request_info: &self.request_info,
             request: &self.request,
+            via: None,
         }
     }
 }
@@ -324,6 +329,7 @@ impl Core {
             name: s.name,
             request_info: s.request_info,
             request: s.request,
+            via: None,
         };
         self.route(&route, false, timeout);
     }
@@ -361,7 +367,11 @@ impl Core {
         };
         let exclude = crate::cloudi::rules::excluded(&self.instances, r.sender);
         // A pattern only the excluded sender serves has no subscriber for it.
-        let found = self.registry.lookup(r.name).filter(|e| crate::cloudi::rules::serves_other(e, exclude));
+        let found = match r.via {
+            Some(pattern) => self.registry.entry_mut(pattern),
+            None => self.registry.lookup(r.name),
+        };
+        let found = found.filter(|e| crate::cloudi::rules::serves_other(e, exclude));
         let Some(entry) = found else {
             if r.wait_for_service && self.now < r.deadline {
                 let bytes = crate::held::weight(r.name, r.request_info, r.request);
@@ -577,6 +587,7 @@ impl Core {
             name: s.name,
             request_info: s.request_info,
             request: s.request,
+            via: None,
         };
         let timeout = f.timeout_ms;
         self.stats.forwards += 1;
@@ -611,7 +622,13 @@ impl Core {
         let dests = match crate::cloudi::rules::excluded(&self.instances, id) {
             Some(sender) => crate::cloudi::rules::mcast_destinations(&mut self.registry, s.name, sender),
             None if self.cluster.is_some() || self.shard.count > 1 => {
-                crate::cluster::one_per_remote_instance(self, self.registry.lookup_all(s.name))
+                // Another shard's pseudo-instance gets one copy per
+                // subscription to each matching pattern, each served there
+                // by an instance of that pattern (`Route::via`).
+                let instances = &self.instances;
+                let shard = |i: InstanceId| instances.get(&i).is_some_and(|x| matches!(x.endpoint, Endpoint::Shard(_)));
+                let dests = self.registry.lookup_all_copies(s.name, shard);
+                crate::cluster::one_per_remote_instance(self, dests)
             }
             None => self.registry.lookup_all(s.name),
         };
@@ -630,6 +647,7 @@ impl Core {
                 name: s.name,
                 request_info: s.request_info,
                 request: s.request,
+                via: None,
             };
             if !deliver_now {
                 if let Err(msg) = self.queue_room(dest, &route) {

@@ -49,6 +49,9 @@ pub struct Limits {
     pub keepalive: Duration,
     pub max_connections: u32,
     pub allow_unmanaged: bool,
+    /// `core.spread_instances`: managed service connections are handed to
+    /// the shards (with more than one).
+    pub spread_instances: bool,
 }
 
 /// A request in flight: accepted from `sender`, not yet answered.
@@ -82,6 +85,9 @@ pub struct ProcessSlot {
     pub retiring: bool,
     /// thread_index → instance, while connected.
     pub threads: Vec<Option<InstanceId>>,
+    /// thread_index → the shard that serves its instance (`core.threads` >
+    /// 1: instances are handed to other shards after their HELLO).
+    pub shards: Vec<u32>,
     /// Woken when every thread has connected (init done).
     pub ready: Rc<Notify>,
     pub pid: Option<u32>,
@@ -136,6 +142,9 @@ pub struct Core {
     /// Pseudo-instances (other nodes, other shards): they hold no
     /// connection and do not count against max_connections.
     pub pseudo_instances: usize,
+    /// Service connections served by another shard than the one that
+    /// admitted them (`shards::handoff`); empty with one shard.
+    pub handoff: crate::shards::handoff::Handoff,
 }
 
 /// Where a core stands among the shards of one process.
@@ -152,6 +161,11 @@ impl ShardIndex {
 /// What a connection learns when its HELLO is accepted.
 pub struct Accepted {
     pub id: InstanceId,
+    /// The shard that serves it: this one, or another one to hand it to
+    /// (then it is not in `instances` here; `label` and `origin` go with it).
+    pub shard: u32,
+    pub label: String,
+    pub origin: Option<Origin>,
     pub prefix: Rc<str>,
     pub options: Rc<ServiceOptions>,
     pub window: u32,
@@ -189,6 +203,7 @@ impl Core {
             websockets: Rc::default(),
             shard: ShardIndex::ALONE,
             pseudo_instances: 0,
+            handoff: Default::default(),
         }
     }
 
@@ -223,7 +238,7 @@ impl Core {
                 Some(n) if n <= last => n,
                 _ => first,
             };
-            if id != 0 && !self.instances.contains_key(&id) {
+            if id != 0 && !self.instances.contains_key(&id) && !self.handoff.shard_of.contains_key(&id) {
                 return id;
             }
         }
@@ -231,7 +246,7 @@ impl Core {
 
     /// Connections and internal instances: what max_connections bounds.
     pub fn connections(&self) -> usize {
-        self.instances.len() - self.pseudo_instances
+        self.instances.len() - self.pseudo_instances + self.handoff.shard_of.len()
     }
 
     /// Admits a connection that sent HELLO: a managed process's thread (by
@@ -244,6 +259,22 @@ impl Core {
         window: u32,
         endpoint: Endpoint,
     ) -> Result<Accepted, (Status, String)> {
+        self.admit_on_a_shard(token, prefix, thread_index, window, endpoint, false)
+    }
+
+    /// As `admit`; with `movable` and more than one shard, the instance may
+    /// be given to another shard (`Accepted::shard`): it is then recorded as
+    /// served there (`handoff.shard_of`, the slot's `shards`) and the caller
+    /// hands its connection over.
+    pub fn admit_on_a_shard(
+        &mut self,
+        token: &str,
+        prefix: &str,
+        thread_index: u32,
+        window: u32,
+        endpoint: Endpoint,
+        movable: bool,
+    ) -> Result<Accepted, (Status, String)> {
         if self.shutting_down {
             return Err((Status::ShuttingDown, "the core is shutting down".into()));
         }
@@ -254,7 +285,7 @@ impl Core {
             ));
         }
         let id = self.new_id();
-        let (prefix, options, metrics, origin, label, pi, pc, tc) = if token.is_empty() {
+        let (prefix, options, metrics, origin, label, pi, pc, tc, shard) = if token.is_empty() {
             if !self.limits.allow_unmanaged {
                 return Err((
                     Status::Unauthorized,
@@ -268,7 +299,11 @@ impl Core {
                 return Err((Status::InvalidArgument, why));
             }
             let label = format!("unmanaged instance {id} ({prefix})");
-            (Rc::from(prefix), self.unmanaged_options.clone(), self.unmanaged_metrics.clone(), None, label, 0, 1, 1)
+            // Unmanaged instances (tools, tests, load generators) stay on
+            // the shard that admitted them: their sender allowances, the
+            // core's byte limits and the "unmanaged" metrics stay one count.
+            let (o, m) = (self.unmanaged_options.clone(), self.unmanaged_metrics.clone());
+            (Rc::from(prefix), o, m, None, label, 0, 1, 1, self.shard.index)
         } else {
             let Some(slot) = self.processes.get_mut(token) else {
                 return Err((Status::Unauthorized, "unknown token: this process was not started by this core".into()));
@@ -289,19 +324,48 @@ impl Core {
                 return Err((Status::InvalidArgument, format!("thread_index {thread_index} is already connected")));
             }
             *thread = Some(id);
+            let shard = match movable && self.shard.count > 1 && self.limits.spread_instances {
+                true => {
+                    crate::shards::handoff::pick(self.shard.count, slot.process_index, slot.thread_count, thread_index)
+                }
+                false => self.shard.index,
+            };
+            if let Some(s) = slot.shards.get_mut(thread_index as usize) {
+                *s = shard;
+            }
             if slot.threads.iter().all(Option::is_some) {
                 slot.ready.notify_one();
             }
             let label = format!("{} process {} thread {}", slot.prefix, slot.process_index, thread_index);
             let origin = Origin { service: slot.service, process_index: slot.process_index, token: Rc::from(token) };
             let (o, m) = (slot.options.clone(), slot.metrics.clone());
-            (slot.prefix.clone(), o, m, Some(origin), label, slot.process_index, slot.process_count, slot.thread_count)
+            let (pi, pc, tc) = (slot.process_index, slot.process_count, slot.thread_count);
+            (slot.prefix.clone(), o, m, Some(origin), label, pi, pc, tc, shard)
         };
         let window = window.clamp(1, options.max_window.min(MAX_WINDOW));
+        let accepted = |label: String, origin: Option<Origin>| Accepted {
+            id,
+            shard,
+            label,
+            origin,
+            prefix: prefix.clone(),
+            options: options.clone(),
+            window,
+            process_index: pi,
+            process_count: pc,
+            thread_count: tc,
+        };
+        if shard != self.shard.index {
+            // Served there; the id stays reserved here until it is gone.
+            let service = origin.as_ref().map_or(0, |o| o.service);
+            self.handoff.shard_of.insert(id, (shard, service));
+            return Ok(accepted(label, origin));
+        }
         tracing::debug!(instance = id, "{label} connected (window {window})");
+        let a = accepted(label.clone(), origin.clone());
         let who = Identity { prefix: prefix.clone(), label, origin, options: options.clone(), metrics, window };
         self.instances.insert(id, Instance::new(id, who, endpoint));
-        Ok(Accepted { id, prefix, options, window, process_index: pi, process_count: pc, thread_count: tc })
+        Ok(a)
     }
 
     /// Registers an internal service instance (it needs no handshake).
@@ -564,6 +628,9 @@ impl Core {
     /// process or a whole service is stopped while the core runs.
     pub fn retire_instances(&mut self, ids: &[InstanceId], terminate_ms: u32, why: &str) {
         self.refresh_now();
+        if !self.handoff.shard_of.is_empty() {
+            self.retire_elsewhere(ids, terminate_ms, why);
+        }
         let mut queued = Vec::new();
         for id in ids {
             let Some(inst) = self.instances.get_mut(id) else { continue };
@@ -597,9 +664,29 @@ impl Core {
         }
     }
 
+    /// Orders the shards that serve any of `ids` to retire them.
+    fn retire_elsewhere(&mut self, ids: &[InstanceId], terminate_ms: u32, why: &str) {
+        let mut by_shard: std::collections::BTreeMap<u32, Vec<InstanceId>> = Default::default();
+        for id in ids {
+            if let Some(&(s, _)) = self.handoff.shard_of.get(id) {
+                by_shard.entry(s).or_default().push(*id);
+            }
+        }
+        for (s, ids) in by_shard {
+            let why = why.to_string();
+            self.handoff.order(s, crate::shards::handoff::Order::Retire { ids, terminate_ms, why });
+        }
+    }
+
     /// The instances of a managed process, by its token.
     pub fn process_instances(&self, token: &str) -> Vec<InstanceId> {
         self.processes.get(token).map(|s| s.threads.iter().flatten().copied().collect()).unwrap_or_default()
+    }
+
+    /// The shard serving each connected instance of a managed process.
+    pub fn process_shards(&self, token: &str) -> Vec<u32> {
+        let Some(s) = self.processes.get(token) else { return Vec::new() };
+        s.threads.iter().zip(&s.shards).filter(|(t, _)| t.is_some()).map(|(_, shard)| *shard).collect()
     }
 
     /// Stops a managed process's instances from taking requests and refuses
@@ -622,6 +709,13 @@ impl Core {
         }
         for slot in self.processes.values_mut().filter(|s| s.service == service) {
             slot.options = options.clone();
+        }
+        // The instances other shards serve were given a copy.
+        if self.shard.index == 0 {
+            for s in 1..self.shard.count {
+                let options = ServiceOptions::clone(options);
+                self.handoff.order(s, crate::shards::handoff::Order::Options { service, options });
+            }
         }
     }
 }

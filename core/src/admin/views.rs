@@ -84,6 +84,7 @@ pub fn detail(core: &Core, svc: &Service, load: &ServiceReport) -> Value {
                 "pid": s.pid.get(),
                 "instances": s.instances(core).len(),
                 "restarts": s.restarts.get(),
+                "shards": s.shards(core),
             })
         })
         .collect();

@@ -40,7 +40,10 @@ use std::time::Duration;
 pub fn one_per_remote_instance(core: &Core, dests: Vec<(InstanceId, Rc<str>)>) -> Vec<(InstanceId, Rc<str>)> {
     let mut out = Vec::with_capacity(dests.len());
     for (id, pattern) in dests {
-        let remote = core.instances.get(&id).is_some_and(|i| i.endpoint.is_pseudo());
+        // Other shards' pseudo-instances are listed once per subscription
+        // already (`Registry::lookup_all_copies`).
+        let remote =
+            core.instances.get(&id).is_some_and(|i| matches!(i.endpoint, crate::instance::Endpoint::Remote(_)));
         let copies = if remote { core.registry.count(&pattern, id).max(1) } else { 1 };
         out.extend(std::iter::repeat_n((id, pattern), copies as usize));
     }
@@ -76,6 +79,13 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         name: r.name,
         request_info: r.request_info,
         request: r.request,
+        via: None,
+    };
+    let route = match core.instances.get(&from).map(|i| &i.endpoint) {
+        Some(crate::instance::Endpoint::Shard(_)) if r.flags & cumulo_proto::REQUEST_MCAST != 0 => {
+            Route { via: Some(r.pattern), ..route }
+        }
+        _ => route,
     };
     core.route(&route, false, timeout);
 }
@@ -103,6 +113,7 @@ fn come_back(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         name: r.name,
         request_info: r.request_info,
         request: r.request,
+        via: None,
     };
     let timeout = f.timeout_ms;
     core.stats.forwards += 1;

@@ -33,6 +33,7 @@
 //! - `thread`: the threads of shards 1.. and the gateways they run;
 //! - `tests`: requests, multicast and forwards across two shards.
 
+pub mod handoff;
 pub mod report;
 pub mod thread;
 
@@ -91,6 +92,12 @@ pub enum Message {
     /// The admin API asks for this shard's counters and instances
     /// (`report`); answered at once, on the sender given.
     Report(tokio::sync::oneshot::Sender<report::ShardReport>),
+    // Service connections served by other shards (`handoff`).
+    /// From shard 0: adopt a connection, retire instances, new options.
+    Order(handoff::Order),
+    /// To shard 0: an instance handed over is gone (its connection ended;
+    /// `hung`: closed by the keep-alive check, its process to be killed).
+    Gone { id: InstanceId, hung: bool },
 }
 
 /// One process slot of an HTTP gateway service, for the other shards.
@@ -222,9 +229,11 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
     let pseudo = Rc::new(pseudo);
     let stop = Rc::new(Notify::new());
     let gateways = thread::Gateways::default();
-    let mine = Mine { index, pseudo: pseudo.clone(), stop: stop.clone(), gateways: gateways.clone() };
+    let mine =
+        Mine { index, pseudo: pseudo.clone(), stop: stop.clone(), gateways: gateways.clone(), peers: peers.clone() };
     tokio::task::spawn_local(receiver(core.clone(), inbox, mine));
     tokio::task::spawn_local(replicate(core.clone(), index, peers.clone()));
+    tokio::task::spawn_local(handoff::send_orders(core.clone(), index, peers.clone()));
     let reports = report::Asker::new(index, peers.clone());
     Links { index, peers, stop, pseudo, gateways, reports }
 }
@@ -256,11 +265,13 @@ struct Mine {
     pseudo: Rc<Vec<InstanceId>>,
     stop: Rc<Notify>,
     gateways: thread::Gateways,
+    /// The other shards' inboxes (answers to their orders).
+    peers: Vec<mpsc::Sender<Envelope>>,
 }
 
 /// Serves what the other shards send this one.
 async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine) {
-    let Mine { index, pseudo, stop, gateways } = mine;
+    let Mine { index, pseudo, stop, gateways, peers } = mine;
     let mut sequences = vec![0u64; pseudo.len()];
     while let Some(Envelope { from, message }) = inbox.recv().await {
         let Some(&id) = pseudo.get(from as usize).filter(|id| **id != 0) else { continue };
@@ -293,6 +304,8 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine)
                 let r = report::snapshot(&core.borrow(), index, &gateways.service_metrics());
                 let _ = reply.send(r);
             }
+            Message::Order(order) => handoff::apply(&core, order, peers[from as usize].clone()),
+            Message::Gone { id, hung } => core.borrow_mut().gone_elsewhere(id, hung),
         }
     }
     stop.notify_one();

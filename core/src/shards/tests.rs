@@ -532,3 +532,225 @@ fn a_shard_that_does_not_answer_is_named_missing_within_the_timeout_and_asked_on
         assert!(started.elapsed() < report::REPORT_TIMEOUT);
     });
 }
+
+// Service connections handed to another shard after their HELLO
+// (`handoff`): through the real listener, over a real Unix socket.
+
+/// A process's thread at the other end of a real socket.
+struct Wire {
+    s: tokio::net::UnixStream,
+    buf: Vec<u8>,
+}
+
+/// A frame a `Wire` read: its type, and a REQUEST's trans_id or a
+/// WELCOME's instance id.
+#[derive(Debug)]
+struct Read {
+    kind: &'static str,
+    trans_id: TransId,
+    instance: u32,
+}
+
+impl Wire {
+    async fn connect(path: &std::path::Path, token: &str, thread_index: u32) -> Wire {
+        let s = tokio::net::UnixStream::connect(path).await.expect("connects");
+        let mut w = Wire { s, buf: Vec::new() };
+        let hello = cumulo_proto::Hello { version: 1, window: 4, thread_index, token, prefix: "" };
+        w.write(&Frame::Hello(hello)).await;
+        w
+    }
+
+    async fn write(&mut self, f: &Frame<'_>) {
+        use tokio::io::AsyncWriteExt;
+        let mut out = Vec::new();
+        cumulo_proto::encode_frame(&mut out, f);
+        self.s.write_all(&out).await.expect("written");
+    }
+
+    /// The next frame of type `kind` (others skipped).
+    async fn expect(&mut self, kind: &str) -> Read {
+        use tokio::io::AsyncReadExt;
+        let read = async {
+            loop {
+                if let Ok(Some(n)) = cumulo_proto::next_frame_len(&self.buf, u32::MAX) {
+                    let bytes: Vec<u8> = self.buf.drain(..n).collect();
+                    let f = cumulo_proto::decode(&bytes[cumulo_proto::LEN_PREFIX..]).expect("decodes");
+                    let mut r = Read { kind: f.type_name(), trans_id: TransId::default(), instance: 0 };
+                    match f {
+                        Frame::Request(q) => r.trans_id = q.trans_id,
+                        Frame::Welcome(w) => r.instance = w.instance_id,
+                        _ => {}
+                    }
+                    if r.kind == kind {
+                        return r;
+                    }
+                    continue;
+                }
+                let mut chunk = [0u8; 4096];
+                let n = self.s.read(&mut chunk).await.expect("reads");
+                assert!(n > 0, "closed before {kind}");
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), read).await.unwrap_or_else(|_| panic!("no {kind} in 5 s"))
+    }
+
+    async fn ret(&mut self, tid: TransId) {
+        let r = cumulo_proto::Return { trans_id: tid, status: 0, response_info: b"", response: b"served" };
+        self.write(&Frame::Return(r)).await;
+    }
+}
+
+/// Waits (real clock) until `done` holds.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < end, "not within 5 s: {what}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// A managed process slot on shard 0 (as the supervisor makes one).
+fn process_slot(core: &Shared, token: &str, process_index: u32, threads: u32) {
+    let slot = crate::state::ProcessSlot {
+        service: 7,
+        prefix: Rc::from("/s/"),
+        process_index,
+        process_count: 2,
+        thread_count: threads,
+        options: Rc::default(),
+        metrics: Rc::default(),
+        retiring: false,
+        threads: vec![None; threads as usize],
+        shards: vec![0; threads as usize],
+        ready: Rc::new(Notify::new()),
+        pid: None,
+    };
+    core.borrow_mut().processes.insert(Rc::from(token), slot);
+}
+
+/// Shard 0's instance listener on a fresh socket path.
+fn listen(core: &Shared, name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("cumulo-handoff-{}-{name}", std::process::id())).join("core.sock");
+    let l = crate::listener::bind_unix(&path).expect("binds");
+    tokio::task::spawn_local(crate::listener::serve_unix(core.clone(), l));
+    path
+}
+
+#[test]
+fn a_service_connection_is_handed_to_its_shard_routed_to_from_both_retired_and_its_death_reported() {
+    crate::fuzzing::run_unpaused(async {
+        let (a, b) = two_shards();
+        // Process 1 of a one-thread service: (1 * 1 + 0) % 2 = shard 1.
+        process_slot(&a, "t1", 1, 1);
+        let path = listen(&a, "served");
+        let mut w = Wire::connect(&path, "t1", 0).await;
+        let id = w.expect("WELCOME").await.instance;
+        assert_eq!(a.borrow().handoff.shard_of.get(&id), Some(&(1, 7)), "shard 0 holds it as served by shard 1");
+        assert!(!a.borrow().instances.contains_key(&id) && b.borrow().instances.contains_key(&id));
+        assert_eq!(a.borrow().process_shards("t1"), vec![1]);
+        assert_eq!(a.borrow().connections(), 1, "counted against max_connections on shard 0");
+        let sub = cumulo_proto::Control { req_id: 1, pattern: "x" };
+        w.write(&Frame::Subscribe(sub)).await;
+        until("replicated", || a.borrow_mut().registry.lookup("/s/x").is_some()).await;
+
+        // Routed to from shard 0 and from shard 1.
+        for (core, body) in [(&a, &b"zero"[..]), (&b, &b"one"[..])] {
+            let client = Client::connect(core, "/c/", 4);
+            let tid = client.send("/s/x", body, 5000, 0);
+            assert_eq!(w.expect("REQUEST").await.trans_id, tid);
+            w.ret(tid).await;
+            let mut got = Vec::new();
+            until("answered", || {
+                got.extend(client.responses());
+                !got.is_empty()
+            })
+            .await;
+            assert_eq!((got[0].trans_id, got[0].status, &got[0].body[..]), (tid, 0, &b"served"[..]));
+        }
+
+        // Retired from shard 0: TERMINATE reaches it on shard 1, and its
+        // pattern goes from both shards.
+        let client = Client::connect(&a, "/c/", 4);
+        let held = client.send("/s/x", b"held", 60_000, 0);
+        assert_eq!(w.expect("REQUEST").await.trans_id, held);
+        a.borrow_mut().retire_process("t1", 1000, "process stopped");
+        w.expect("TERMINATE").await;
+        until("unsubscribed everywhere", || a.borrow_mut().registry.lookup("/s/x").is_none()).await;
+
+        // Its death on shard 1 fails what it held (CRASHED) and frees shard
+        // 0's process slot.
+        drop(w);
+        let mut got = Vec::new();
+        until("failed", || {
+            got.extend(client.responses());
+            !got.is_empty()
+        })
+        .await;
+        assert_eq!((got[0].trans_id, got[0].status), (held, Status::Crashed.code()));
+        until("slot freed", || a.borrow().process_instances("t1").is_empty()).await;
+        assert!(a.borrow().handoff.shard_of.is_empty() && !b.borrow().instances.contains_key(&id));
+        assert_eq!(a.borrow().connections(), 2, "the two clients only");
+        let _ = std::fs::remove_file(&path);
+    });
+}
+
+#[test]
+fn process_zero_stays_on_shard_zero_and_closest_keeps_traffic_on_each_shard() {
+    crate::fuzzing::run_unpaused(async {
+        let (a, b) = two_shards();
+        process_slot(&a, "t0", 0, 1);
+        process_slot(&a, "t1", 1, 1);
+        let path = listen(&a, "closest");
+        let mut w0 = Wire::connect(&path, "t0", 0).await;
+        let mut w1 = Wire::connect(&path, "t1", 0).await;
+        let (id0, id1) = (w0.expect("WELCOME").await.instance, w1.expect("WELCOME").await.instance);
+        assert!(a.borrow().instances.contains_key(&id0), "process 0 on shard 0");
+        assert!(b.borrow().instances.contains_key(&id1), "process 1 on shard 1");
+        for w in [&mut w0, &mut w1] {
+            w.write(&Frame::Subscribe(cumulo_proto::Control { req_id: 1, pattern: "x" })).await;
+        }
+        until("both replicated", || {
+            let n = |c: &Shared| c.borrow_mut().registry.lookup("/s/x").map_or(0, |e| e.instances.len());
+            n(&a) == 2 && n(&b) == 2
+        })
+        .await;
+        // closest (the default): each shard's sender reaches its own shard's
+        // instance.
+        let (c0, c1) = (Client::connect(&a, "/c/", 4), Client::connect(&b, "/c/", 4));
+        let t0 = c0.send("/s/x", b"", 5000, 0);
+        let t1 = c1.send("/s/x", b"", 5000, 0);
+        assert_eq!(w0.expect("REQUEST").await.trans_id, t0);
+        assert_eq!(w1.expect("REQUEST").await.trans_id, t1);
+        let _ = std::fs::remove_file(&path);
+    });
+}
+
+#[test]
+fn a_service_spreads_by_process_and_thread() {
+    // 2 processes x 2 threads on 3 shards.
+    let managed: Vec<u32> =
+        (0..2).flat_map(|p| (0..2).map(move |t| (p, t))).map(|(p, t)| handoff::pick(3, p, 2, t)).collect();
+    assert_eq!(managed, [0, 1, 2, 0]);
+}
+
+#[test]
+fn unmanaged_instances_stay_on_the_shard_that_admitted_them() {
+    crate::fuzzing::run_unpaused(async {
+        let (a, b) = two_shards();
+        let path = listen(&a, "unmanaged");
+        let mut ids = Vec::new();
+        let mut wires = Vec::new();
+        for _ in 0..4 {
+            let s = tokio::net::UnixStream::connect(&path).await.unwrap();
+            let mut w = Wire { s, buf: Vec::new() };
+            let hello = cumulo_proto::Hello { version: 1, window: 1, thread_index: 0, token: "", prefix: "/u/" };
+            w.write(&Frame::Hello(hello)).await;
+            ids.push(w.expect("WELCOME").await.instance);
+            wires.push(w);
+        }
+        assert!(ids.iter().all(|i| a.borrow().instances.contains_key(i)), "all on shard 0");
+        assert_eq!(b.borrow().connections(), 0);
+        let _ = std::fs::remove_file(&path);
+    });
+}

@@ -3,8 +3,8 @@
 //! own with its timer loop and the HTTP gateways shard 0's supervisor orders
 //! (`Gateways`), bound to the same ports (SO_REUSEPORT: the kernel spreads
 //! the connections), so that HTTP parsing runs on every thread. Service
-//! processes connect to shard 0; their patterns reach the other shards by
-//! replication.
+//! processes connect to shard 0, which hands most of their connections to
+//! the other shards after their HELLO (`handoff`).
 
 use super::{Ends, GatewayOrder};
 use crate::config::Config;
@@ -35,7 +35,7 @@ async fn serve(cfg: Config, ends: Ends) {
     let core: Shared = Rc::new(RefCell::new(Core::new(crate::daemon::limits(&cfg), cfg.core.unmanaged.clone())));
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
-    tokio::task::spawn_local(give_back_memory(core.clone()));
+    tokio::task::spawn_local(keepalive(core.clone()));
     tracing::debug!("shard {index} running");
     links.stopped().await;
     // As shard 0 does: queued requests fail with SHUTTING_DOWN, the gateways
@@ -49,23 +49,30 @@ async fn serve(cfg: Config, ends: Ends) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     core.borrow_mut().finish_shutdown();
-    // The gateways' last answers leave.
+    // The gateways' last answers leave, and the last bytes of the service
+    // connections handed to this shard.
     tokio::time::sleep(Duration::from_millis(50)).await;
+    let end = Instant::now() + Duration::from_secs(1);
+    while core.borrow().open_connections() > 0 && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     tracing::debug!("shard {index} stopped; {}", core.borrow().stats);
 }
 
-/// Returns the memory of subscriptions that went to the system, as shard 0's
-/// keep-alive round does (a trim deferred by the registry's rate limit
-/// happens on a later round).
-async fn give_back_memory(core: Shared) {
+/// The keep-alive round of the service connections handed to this shard,
+/// as shard 0's: pings, and hung instances closed (shard 0 kills their
+/// process when told they are gone). It also returns the memory of
+/// subscriptions that went to the system (a trim deferred by the
+/// registry's rate limit happens on a later round).
+async fn keepalive(core: Shared) {
     let every = core.borrow().limits.keepalive;
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut nonce = 0u64;
     loop {
         tick.tick().await;
-        let mut c = core.borrow_mut();
-        let now = c.refresh_now();
-        c.registry.give_back_memory(now);
+        nonce += 1;
+        core.borrow_mut().keepalive_tick(Instant::now(), nonce);
     }
 }
 

@@ -42,6 +42,7 @@ impl Supervisor {
                     metrics: svc.metrics.clone(),
                     retiring: false,
                     threads: vec![None; cfg.count_thread as usize],
+                    shards: vec![0; cfg.count_thread as usize],
                     ready: ready.clone(),
                     pid: None,
                 },

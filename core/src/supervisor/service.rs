@@ -90,6 +90,15 @@ impl Slot {
         }
     }
 
+    /// The shard serving each connected instance of its process, in
+    /// thread order (an internal slot's run on shard 0).
+    pub fn shards(&self, core: &crate::state::Core) -> Vec<u32> {
+        match &*self.token.borrow() {
+            Some(t) => core.process_shards(t),
+            None => vec![0; self.instances(core).len()],
+        }
+    }
+
     /// Patterns its instances subscribe (counted once per subscription).
     pub fn subscriptions(&self, core: &crate::state::Core) -> usize {
         self.instances(core).iter().filter_map(|i| core.instances.get(i)).map(|i| i.subscriptions.len()).sum()

@@ -78,15 +78,23 @@ impl TestCore {
     /// A core whose keep-alive round is `keepalive_ms` (its pings and their
     /// answers are work the core does: a long round leaves it idle).
     pub fn start_keepalive(services: &str, token: Option<&str>, keepalive_ms: u32) -> TestCore {
-        TestCore::start_full(services, token, keepalive_ms, test_threads())
+        TestCore::start_full(services, token, keepalive_ms, &format!("threads = {}", test_threads()))
     }
 
     /// A core on `threads` threads (`core.threads`), whatever the suite's.
     pub fn start_threads(services: &str, threads: u32) -> TestCore {
-        TestCore::start_full(services, None, 1000, threads)
+        TestCore::start_full(services, None, 1000, &format!("threads = {threads}"))
     }
 
-    fn start_full(services: &str, token: Option<&str>, keepalive_ms: u32, threads: u32) -> TestCore {
+    /// On `threads` threads with the service connections handed to the
+    /// shards (`core.spread_instances`).
+    pub fn start_spread(services: &str, threads: u32) -> TestCore {
+        TestCore::start_full(services, None, 1000, &format!("threads = {threads}\nspread_instances = true"))
+    }
+
+    /// `core_keys`: lines of the `[core]` section besides the socket and
+    /// keep-alive (the threads).
+    fn start_full(services: &str, token: Option<&str>, keepalive_ms: u32, core_keys: &str) -> TestCore {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("cumulo-e2e-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -97,7 +105,7 @@ impl TestCore {
             let port = free_port();
             let token_line = token.map(|t| format!("token = \"{t}\"\n")).unwrap_or_default();
             let text = format!(
-                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\nthreads = {threads}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
+                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\n{core_keys}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
                 socket.display(),
             );
             let config = dir.join("cumulo.toml");

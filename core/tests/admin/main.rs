@@ -10,6 +10,7 @@ mod logs;
 mod metrics;
 mod openapi;
 mod reroute_clock;
+mod service_shards;
 mod services;
 mod shard_view;
 mod shutdown;

@@ -25,7 +25,9 @@ fn kill_9_under_load_fails_in_flight_requests_at_once() {
         .set("count_process", 2)
         .set("restart_delay", 50)
         .set("max_r", 100);
-    let core = Core::start(Config::new().service(svc));
+    // At random (not closest): with 2 core threads the processes are
+    // served by different threads, and a sender picks both only at random.
+    let core = Core::start(Config::new().unmanaged("dest_refresh", q("immediate_random")).service(svc));
     let load = Load::start(&core, "/k/x", 60, ms(8000), ms(5000));
     load.wait_running();
     let mut kills = 0;
