@@ -160,6 +160,17 @@ impl Deadlines {
             if park && self.take_idle() {
                 return Poll::Ready(Event::Idle);
             }
+            // Waiting for a head, due before the timer: the timer was set
+            // while a request was served (to its answer deadline) and is
+            // brought forward, once, so that an idle connection closes on
+            // time. The lazy timer only ever moves later by itself.
+            let since = self.since.load(Relaxed);
+            if since & SERVING == 0 {
+                let head_due = self.at(since) + self.timeouts.head;
+                if head_due < sleep.deadline() {
+                    sleep.as_mut().reset(head_due);
+                }
+            }
             if sleep.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }

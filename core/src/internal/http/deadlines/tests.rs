@@ -42,6 +42,26 @@ async fn the_idle_time_counts_from_the_end_of_the_last_request() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_idle_connection_expires_on_time_when_the_timer_fired_during_its_last_request() {
+    // A head timeout shorter than the answer time, as in a gateway with
+    // header_timeout_ms = 1000 and a longer timeout_ms.
+    let d = Deadlines::new(Timeouts { head: Duration::from_secs(1), answer: Duration::from_secs(3) });
+    let start = Instant::now();
+    let sleep = d.timer();
+    tokio::pin!(sleep);
+    let mut next = Box::pin(d.next(sleep.as_mut(), false));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let serving = d.serving();
+    // The timer fires at 1 s while the request is served, and waits for
+    // its answer deadline (3.5 s).
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(poll_once(&mut next).await.is_pending());
+    drop(serving); // answered at 1.2 s: the next head is due at 2.2 s
+    assert_eq!(next.await, Event::HeadExpired);
+    assert_eq!(start.elapsed(), Duration::from_millis(2200));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_request_being_served_never_expires_the_connection() {
     let d = deadlines();
     let serving = d.serving();
