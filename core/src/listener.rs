@@ -389,27 +389,9 @@ async fn adopt_and_serve<S: Socket + AsRawFd>(core: &Shared, stream: S, a: &Adop
     }
     {
         let mut c = core.borrow_mut();
-        let w = cumulo_proto::Welcome {
-            version: cumulo_proto::VERSION,
-            node_id: c.limits.node_id,
-            instance_id: a.id,
-            process_index: a.process_index,
-            process_count: a.process_count,
-            thread_count: a.thread_count,
-            window: a.window,
-            max_frame: c.limits.max_frame,
-            timeout_async: a.options.timeout_async,
-            timeout_sync: a.options.timeout_sync,
-            timeout_terminate: a.options.timeout_terminate,
-            priority_default: a.options.priority_default,
-            keepalive: c.limits.keepalive.as_millis() as u32,
-            prefix: &a.prefix,
-        };
-        outbox.push(|b| crate::frames::welcome(b, &w));
-        c.connection_tasks += 1;
-        if let Some(inst) = c.instances.get_mut(&a.id) {
-            inst.rx_fd = Some(fd);
-        }
+        let max_frame = c.limits.max_frame;
+        let shape = (a.process_index, a.process_count, a.thread_count, a.window);
+        welcome(&mut c, &outbox, a.id, shape, &a.options, &a.prefix, max_frame, Some(fd));
     }
     let mut buf = Vec::with_capacity(READ_CHUNK.max(a.rest.len()));
     buf.extend_from_slice(&a.rest);
@@ -485,28 +467,47 @@ fn admit(
     if a.shard != c.shard.index {
         return Ok(a); // its WELCOME is written by the shard that serves it
     }
+    let shape = (a.process_index, a.process_count, a.thread_count, a.window);
+    welcome(&mut c, outbox, a.id, shape, &a.options, &a.prefix, max_frame, fd);
+    Ok(a)
+}
+
+/// Queues the WELCOME of instance `id`, admitted here or adopted from shard
+/// 0, and counts its connection task. `shape`: process index, process
+/// count, thread count, window.
+#[expect(clippy::too_many_arguments, reason = "the fields of one WELCOME, from two kinds of admission")]
+fn welcome(
+    c: &mut crate::state::Core,
+    outbox: &Outbox,
+    id: InstanceId,
+    shape: (u32, u32, u32, u32),
+    options: &ServiceOptions,
+    prefix: &str,
+    max_frame: u32,
+    fd: Option<RawFd>,
+) {
+    let (process_index, process_count, thread_count, window) = shape;
     let w = cumulo_proto::Welcome {
         version: cumulo_proto::VERSION,
         node_id: c.limits.node_id,
-        instance_id: a.id,
-        process_index: a.process_index,
-        process_count: a.process_count,
-        thread_count: a.thread_count,
-        window: a.window,
+        instance_id: id,
+        process_index,
+        process_count,
+        thread_count,
+        window,
         max_frame,
-        timeout_async: a.options.timeout_async,
-        timeout_sync: a.options.timeout_sync,
-        timeout_terminate: a.options.timeout_terminate,
-        priority_default: a.options.priority_default,
+        timeout_async: options.timeout_async,
+        timeout_sync: options.timeout_sync,
+        timeout_terminate: options.timeout_terminate,
+        priority_default: options.priority_default,
         keepalive: c.limits.keepalive.as_millis() as u32,
-        prefix: &a.prefix,
+        prefix,
     };
     outbox.push(|b| crate::frames::welcome(b, &w));
     c.connection_tasks += 1;
-    if let Some(inst) = c.instances.get_mut(&a.id) {
+    if let Some(inst) = c.instances.get_mut(&id) {
         inst.rx_fd = fd;
     }
-    Ok(a)
 }
 
 /// Reads and routes frames until the connection ends; returns why it ended.

@@ -218,18 +218,7 @@ impl Registry {
     /// Every instance subscribed to any pattern matching `name`, each once,
     /// with the most specific pattern it matched by (for multicast).
     pub fn lookup_all(&self, name: &str) -> Vec<(InstanceId, Rc<str>)> {
-        let mut out: Vec<(InstanceId, Rc<str>)> = Vec::new();
-        let mut seen: AHashSet<InstanceId> = AHashSet::new();
-        let exact = self.entries.get(name).filter(|e| !e.wild);
-        let wild = self.candidates(name).into_iter().filter(|p| pattern::matches(p, name));
-        for e in exact.into_iter().chain(wild.map(|p| &self.entries[p])) {
-            for &i in &e.instances {
-                if seen.insert(i) {
-                    out.push((i, e.pattern.clone()));
-                }
-            }
-        }
-        out
+        self.lookup_all_copies(name, |_| false)
     }
 
     /// As `lookup_all`, except that the instances `per_subscription` picks
