@@ -113,7 +113,8 @@ pub struct CoreConfig {
     pub threads: u32,
     /// With more than one thread, hand each managed service connection to
     /// a shard after its HELLO (`shards::handoff`) instead of serving every
-    /// one on shard 0. Off by default for now.
+    /// one on shard 0, so that routing between services runs on every
+    /// thread.
     pub spread_instances: bool,
 }
 
@@ -139,7 +140,7 @@ impl Default for CoreConfig {
             allow_unmanaged: true,
             unmanaged: ServiceOptions::default(),
             threads: default_threads(),
-            spread_instances: false,
+            spread_instances: true,
         }
     }
 }

@@ -272,6 +272,7 @@ mod tests {
             pattern: None,
             request_info: Box::new([]),
             request: vec![0; payload].into(),
+            target: 0,
         }
     }
 

@@ -31,6 +31,9 @@ pub struct OwnedRequest {
     pub pattern: Option<Rc<str>>,
     pub request_info: Box<[u8]>,
     pub request: Box<[u8]>,
+    /// A multicast copy for another shard: the instance there that serves
+    /// it (`Route::target`); 0 otherwise.
+    pub target: InstanceId,
 }
 
 impl OwnedRequest {
@@ -362,6 +365,12 @@ impl Instance {
             }
     }
 
+    /// Room in its window and nothing queued before it: a request for it
+    /// is delivered at once.
+    pub fn is_free(&self) -> bool {
+        self.has_room() && self.queue.is_empty()
+    }
+
     /// Delivered plus queued: the "busy" measure of least-busy selection.
     pub fn load(&self) -> usize {
         self.delivered.len() + self.queue.len()
@@ -393,6 +402,11 @@ impl Subscriptions {
         }
         self.total -= 1;
         true
+    }
+
+    /// How many times `pattern` is subscribed.
+    pub fn count(&self, pattern: &str) -> u32 {
+        self.counts.get(pattern).copied().unwrap_or(0)
     }
 
     /// Subscriptions in all, a pattern subscribed twice counting twice.

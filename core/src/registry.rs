@@ -64,12 +64,15 @@ pub struct Registry {
     pub journal: Journal,
 }
 
-/// The net changes to this registry's own subscriptions (pattern → count
-/// added, negative when removed) since the shards' replication task
-/// (src/shards) last took them, so that it sends other shards a delta, not
-/// the whole registry. Kept only with more than one shard. Bounded by the
-/// patterns that changed since the last take, which the registry's own
-/// bounds (core.max_subscriptions per instance) bound.
+/// The net changes to this registry's own subscriptions (pattern and
+/// instance → count added, negative when removed) since the shards'
+/// replication task (src/shards) last took them, so that it sends other
+/// shards a delta, not the whole registry. Instance by instance, because a
+/// multicast from another shard gives each instance here one copy however
+/// many of its patterns match (`shards::Mirror`). Kept only with more than
+/// one shard. Bounded by the subscriptions that changed since the last
+/// take, which the registry's own bounds (core.max_subscriptions per
+/// instance, core.max_connections) bound.
 #[derive(Debug, Default)]
 pub struct Journal {
     /// Whether changes are noted at all (`core.threads` > 1).
@@ -77,8 +80,8 @@ pub struct Journal {
     /// Instances whose subscriptions are not replicated: the other shards'
     /// pseudo-instances (a request crosses one shard boundary at most).
     pub skip: Vec<InstanceId>,
-    /// Net change per pattern since the last take.
-    pub pending: AHashMap<Rc<str>, i32>,
+    /// Net change per pattern and instance since the last take.
+    pub pending: AHashMap<(Rc<str>, InstanceId), i32>,
     /// Woken on every noted change: the replication task waits on it.
     pub changed: Rc<tokio::sync::Notify>,
 }
@@ -88,13 +91,13 @@ impl Journal {
         if !self.on || self.skip.contains(&instance) {
             return;
         }
-        *self.pending.entry(pattern.clone()).or_default() += delta;
+        *self.pending.entry((pattern.clone(), instance)).or_default() += delta;
         self.changed.notify_one();
     }
 
     /// The changes since the last take, without the ones that cancelled out.
-    pub fn take(&mut self) -> Vec<(Rc<str>, i32)> {
-        let mut out: Vec<_> = self.pending.drain().filter(|(_, n)| *n != 0).collect();
+    pub fn take(&mut self) -> Vec<(Rc<str>, InstanceId, i32)> {
+        let mut out: Vec<_> = self.pending.drain().filter(|(_, n)| *n != 0).map(|((p, i), n)| (p, i, n)).collect();
         if self.pending.capacity() > 1024 {
             self.pending.shrink_to_fit();
         }
@@ -218,24 +221,38 @@ impl Registry {
     /// Every instance subscribed to any pattern matching `name`, each once,
     /// with the most specific pattern it matched by (for multicast).
     pub fn lookup_all(&self, name: &str) -> Vec<(InstanceId, Rc<str>)> {
-        self.lookup_all_copies(name, |_| false)
+        self.lookup_all_by_pattern(name, |_| false)
     }
 
-    /// As `lookup_all`, except that the instances `per_subscription` picks
-    /// (other shards' pseudo-instances) are listed once per subscription to
-    /// every matching pattern, with that pattern: each is one instance there.
-    pub fn lookup_all_copies(
+    /// As `lookup_all`, except that the instances `per_pattern` picks (other
+    /// shards' and nodes' pseudo-instances, each standing for instances
+    /// there) are listed once for every matching pattern they subscribe,
+    /// with that pattern: which of their instances get a copy is decided
+    /// from what each pattern has there (`shards::Mirror`, the cluster's
+    /// counts).
+    pub fn lookup_all_by_pattern(
         &self,
         name: &str,
-        per_subscription: impl Fn(InstanceId) -> bool,
+        per_pattern: impl Fn(InstanceId) -> bool,
     ) -> Vec<(InstanceId, Rc<str>)> {
         let mut out: Vec<(InstanceId, Rc<str>)> = Vec::new();
         let mut seen: AHashSet<InstanceId> = AHashSet::new();
         let exact = self.entries.get(name).filter(|e| !e.wild);
         let wild = self.candidates(name).into_iter().filter(|p| pattern::matches(p, name));
         for e in exact.into_iter().chain(wild.map(|p| &self.entries[p])) {
+            // Pseudo-instances listed for this pattern already (a handful:
+            // one per other shard or node).
+            let mut listed_here: Vec<InstanceId> = Vec::new();
             for &i in &e.instances {
-                if per_subscription(i) || seen.insert(i) {
+                let first = if per_pattern(i) {
+                    !listed_here.contains(&i) && {
+                        listed_here.push(i);
+                        true
+                    }
+                } else {
+                    seen.insert(i)
+                };
+                if first {
                     out.push((i, e.pattern.clone()));
                 }
             }

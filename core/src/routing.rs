@@ -30,6 +30,13 @@ pub struct Route<'a> {
     /// (served by an instance of that pattern here, not of the most
     /// specific one).
     pub via: Option<&'a str>,
+    /// A multicast copy for another shard, or from one: the instance there
+    /// (or here) that serves it, so that an instance matching by several
+    /// patterns gets one copy (`shards::mirror`); 0 otherwise.
+    pub target: InstanceId,
+    /// An instance not to pick: the shard that handed the request back for
+    /// want of an instance there (`cluster::come_back`); 0: none.
+    pub avoid: InstanceId,
 }
 
 impl Route<'_> {
@@ -45,6 +52,7 @@ impl Route<'_> {
             pattern,
             request_info: self.request_info.into(),
             request: self.request.into(),
+            target: self.target,
         }
     }
 }
@@ -62,6 +70,8 @@ impl OwnedRequest {
             request_info: &self.request_info,
             request: &self.request,
             via: None,
+            target: self.target,
+            avoid: 0,
         }
     }
 }
@@ -91,7 +101,8 @@ pub(crate) fn distance(instances: &ahash::AHashMap<InstanceId, Instance>, id: &I
 /// `away`: instances at that distance may not take it (a request that came
 /// from another node or shard is served on this side of it). `exclude`: an
 /// instance never to pick (a CloudI sender is never its own destination,
-/// docs/CLOUDI.md).
+/// docs/CLOUDI.md). `avoid`: another instance never to pick (a shard that
+/// handed the request back).
 fn select(
     entry: &mut PatternEntry,
     how: DestRefresh,
@@ -99,20 +110,36 @@ fn select(
     spread: bool,
     away: Option<Distance>,
     exclude: Option<InstanceId>,
+    avoid: Option<InstanceId>,
 ) -> Option<InstanceId> {
     use DestRefresh::*;
     let at = |id: &InstanceId| distance(instances, id);
-    let allowed = |id: &InstanceId| away != Some(at(id)) && Some(*id) != exclude;
-    let restricted = away.is_some() || exclude.is_some();
+    let allowed = |id: &InstanceId| away != Some(at(id)) && Some(*id) != exclude && Some(*id) != avoid;
+    let restricted = away.is_some() || exclude.is_some() || avoid.is_some();
     if how == RoundRobin {
         return next_where(entry, allowed);
     }
     let list = &entry.instances;
     // Nearest first: this shard, then another shard, then another node.
+    // Among the shards of this node "nearest" gives way to load: an
+    // instance here with room takes the request; when every one here is
+    // busy, the request goes where fewer wait per instance, here or on
+    // another shard (`shard_spill`), so that one shard's senders are not
+    // held to its own instances while another shard's are idle.
     let closest = || {
-        pick_where(list, |id| at(id) == Distance::Near && allowed(id))
-            .or_else(|| pick_where(list, |id| at(id) == Distance::Shard && allowed(id)))
-            .or_else(|| pick_where(list, |id| at(id) == Distance::Node && allowed(id)))
+        let near = |id: &InstanceId| at(id) == Distance::Near && allowed(id);
+        if let Some(id) = pick_where(list, |id| near(id) && instances.get(id).is_some_and(Instance::is_free)) {
+            return Some(id);
+        }
+        let shard = |id: &InstanceId| at(id) == Distance::Shard && allowed(id);
+        match pick_least_busy(list, near, Instance::load, instances) {
+            Some((id, load)) => match shard_spill(list, &entry.pattern, instances, shard) {
+                Some((other, waiting)) if waiting < load => Some(other),
+                _ => Some(id),
+            },
+            Option::None => pick_where(list, shard),
+        }
+        .or_else(|| pick_where(list, |id| at(id) == Distance::Node && allowed(id)))
     };
     if away.is_some() {
         return match how {
@@ -149,6 +176,60 @@ fn select(
         _ if restricted => pick_where(list, allowed),
         _ => Some(list[fastrand::usize(..list.len())]),
     }
+}
+
+/// The least busy instance of `list` that passes `keep` (by `load`), with
+/// its load; ties go to a random one of them (reservoir sampling), so that
+/// equal instances share the load.
+fn pick_least_busy(
+    list: &[InstanceId],
+    keep: impl Fn(&InstanceId) -> bool,
+    load: impl Fn(&Instance) -> usize,
+    instances: &ahash::AHashMap<InstanceId, Instance>,
+) -> Option<(InstanceId, usize)> {
+    let mut best: Option<(InstanceId, usize)> = None;
+    let mut ties = 0usize;
+    for id in list.iter().filter(|id| keep(id)) {
+        let Some(l) = instances.get(id).map(&load) else { continue };
+        match best {
+            Some((_, b)) if l > b => {}
+            Some((_, b)) if l == b => {
+                ties += 1;
+                if fastrand::usize(..=ties) == 0 {
+                    best = Some((*id, l));
+                }
+            }
+            _ => {
+                best = Some((*id, l));
+                ties = 0;
+            }
+        }
+    }
+    best
+}
+
+/// The other shard with the fewest requests waiting per instance of
+/// `pattern` there, and that figure: what this shard has in flight there
+/// (only its own requests: it does not see what that shard's own senders
+/// gave its instances) divided by that shard's subscriptions to the
+/// pattern (its pseudo-instance here holds one per subscription there).
+fn shard_spill(
+    list: &[InstanceId],
+    pattern: &str,
+    instances: &ahash::AHashMap<InstanceId, Instance>,
+    keep: impl Fn(&InstanceId) -> bool,
+) -> Option<(InstanceId, usize)> {
+    // The list names a shard once per subscription there: each time gives
+    // the same figure, so no need to skip the repeats.
+    let mut best: Option<(InstanceId, usize)> = None;
+    for id in list.iter().filter(|id| keep(id)) {
+        let Some(shard) = instances.get(id) else { continue };
+        let waiting = shard.delivered.len() / shard.subscriptions.count(pattern).max(1) as usize;
+        if best.is_none_or(|(_, b)| waiting < b) {
+            best = Some((*id, waiting));
+        }
+    }
+    best
 }
 
 /// The next instance after the round-robin cursor that passes `keep`.
@@ -330,6 +411,8 @@ impl Core {
             request_info: s.request_info,
             request: s.request,
             via: None,
+            target: 0,
+            avoid: 0,
         };
         self.route(&route, false, timeout);
     }
@@ -410,23 +493,43 @@ impl Core {
                 self.park(r.to_owned(None));
                 return;
             }
-            return self.fail(
-                r,
-                rerouted,
-                Status::NoService,
-                format!("no service subscribes a pattern matching '{}'", r.name),
-            );
+            return self.no_service(r, rerouted, format!("no service subscribes a pattern matching '{}'", r.name));
         };
         let spread = self.cluster.is_some() || self.shard.count > 1;
-        let Some(dest) = select(entry, how, &self.instances, spread, from, exclude) else {
+        // A multicast copy made for one instance here (`shards::mirror`)
+        // goes to it while it still subscribes the copy's pattern.
+        let named = match r.via {
+            Some(pattern) if r.target != 0 => {
+                self.instances.get(&r.target).filter(|i| !i.retiring && i.subscriptions.count(pattern) > 0)
+            }
+            _ => None,
+        };
+        let chosen = match named {
+            Some(i) => Some(i.id),
+            None => {
+                let avoid = Some(r.avoid).filter(|a| *a != 0);
+                select(entry, how, &self.instances, spread, from, exclude, avoid)
+            }
+        };
+        let Some(dest) = chosen else {
             let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
-            return self.fail(r, rerouted, Status::NoService, msg);
+            return self.no_service(r, rerouted, msg);
         };
         let pattern = entry.pattern.clone();
         let Some(inst) = self.instances.get(&dest) else {
             return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
         };
-        let deliver_now = inst.has_room() && inst.queue.is_empty();
+        if rerouted && dest == r.sender && inst.endpoint.is_pseudo() {
+            // Forwarded (or re-routed) back to the shard or node it came
+            // from, which still holds its entry and timer: handed back,
+            // forgotten here. Keeping an entry here would make the two
+            // sides answer each other for it (`cluster::come_back`).
+            if let Some(f) = self.inflight.remove(&r.trans_id) {
+                self.timers.remove(&f.timer);
+            }
+            return send_to(inst, r, &pattern, self.limits.node_id, self.now);
+        }
+        let deliver_now = inst.is_free();
         if !deliver_now {
             if let Err(msg) = self.queue_room(dest, r) {
                 self.stats.queue_full += 1;
@@ -497,6 +600,21 @@ impl Core {
             ));
         }
         self.holds.room(r.sender, bytes, &self.limits).map_err(|why| format!("queue of {}: {why}", inst.label))
+    }
+
+    /// NO_SERVICE, except for a request another shard sent here that finds
+    /// no instance here: that shard's replica of this shard's subscriptions
+    /// was behind (an instance here had just gone or been retired). It is
+    /// handed back, and that shard routes it again, not here
+    /// (`cluster::come_back`), so a service with instances left elsewhere
+    /// keeps answering while its processes come and go.
+    fn no_service(&mut self, r: &Route<'_>, rerouted: bool, msg: String) {
+        if !rerouted && r.via.is_none() {
+            if let Some(shard) = self.instances.get(&r.sender).filter(|i| matches!(i.endpoint, Endpoint::Shard(_))) {
+                return send_to(shard, r, "", self.limits.node_id, self.now);
+            }
+        }
+        self.fail(r, rerouted, Status::NoService, msg)
     }
 
     /// Ends a request that could not be routed with an explicit error.
@@ -588,6 +706,8 @@ impl Core {
             request_info: s.request_info,
             request: s.request,
             via: None,
+            target: 0,
+            avoid: 0,
         };
         let timeout = f.timeout_ms;
         self.stats.forwards += 1;
@@ -619,24 +739,19 @@ impl Core {
         }
         let node = self.limits.node_id;
         // CloudI's list has one entry per subscription already.
-        let dests = match crate::cloudi::rules::excluded(&self.instances, id) {
-            Some(sender) => crate::cloudi::rules::mcast_destinations(&mut self.registry, s.name, sender),
-            None if self.cluster.is_some() || self.shard.count > 1 => {
-                // Another shard's pseudo-instance gets one copy per
-                // subscription to each matching pattern, each served there
-                // by an instance of that pattern (`Route::via`).
-                let instances = &self.instances;
-                let shard = |i: InstanceId| instances.get(&i).is_some_and(|x| matches!(x.endpoint, Endpoint::Shard(_)));
-                let dests = self.registry.lookup_all_copies(s.name, shard);
-                crate::cluster::one_per_remote_instance(self, dests)
-            }
-            None => self.registry.lookup_all(s.name),
+        let dests: Vec<(InstanceId, Rc<str>, InstanceId)> = match crate::cloudi::rules::excluded(&self.instances, id) {
+            Some(sender) => crate::cloudi::rules::mcast_destinations(&mut self.registry, s.name, sender)
+                .into_iter()
+                .map(|(d, p)| (d, p, 0))
+                .collect(),
+            None if self.cluster.is_some() || self.shard.count > 1 => self.mcast_copies(s.name),
+            None => self.registry.lookup_all(s.name).into_iter().map(|(d, p)| (d, p, 0)).collect(),
         };
-        for (dest, pattern) in dests {
+        for (dest, pattern, target) in dests {
             let tid = self.ids.next();
             ids.push(tid);
             let Some(inst) = self.instances.get(&dest) else { continue };
-            let deliver_now = inst.has_room() && inst.queue.is_empty();
+            let deliver_now = inst.is_free();
             let route = Route {
                 trans_id: tid,
                 sender: id,
@@ -648,6 +763,8 @@ impl Core {
                 request_info: s.request_info,
                 request: s.request,
                 via: None,
+                target,
+                avoid: 0,
             };
             if !deliver_now {
                 if let Err(msg) = self.queue_room(dest, &route) {
@@ -681,6 +798,36 @@ impl Core {
         }
         (ids, failed)
     }
+
+    /// A multicast's copies with other shards or nodes known: one per local
+    /// instance, one per instance of another shard (named by `target`, from
+    /// that shard's `Mirror`, so that an instance there matching by several
+    /// patterns gets one copy as a local one does), and one per instance of
+    /// another node (that node's pseudo-instance holds one subscription per
+    /// instance there).
+    fn mcast_copies(&self, name: &str) -> Vec<(InstanceId, Rc<str>, InstanceId)> {
+        let instances = &self.instances;
+        let pseudo = |i: InstanceId| instances.get(&i).is_some_and(|x| x.endpoint.is_pseudo());
+        let mut out = Vec::new();
+        let mut seen: ahash::AHashMap<InstanceId, ahash::AHashSet<InstanceId>> = Default::default();
+        let mut targets = Vec::new();
+        for (dest, pattern) in self.registry.lookup_all_by_pattern(name, pseudo) {
+            match instances.get(&dest).map(|i| &i.endpoint) {
+                Some(Endpoint::Shard(_)) => {
+                    let Some(mirror) = self.mirrors.get(&dest) else { continue };
+                    targets.clear();
+                    mirror.copies(&pattern, seen.entry(dest).or_default(), &mut targets);
+                    out.extend(targets.iter().map(|&t| (dest, pattern.clone(), t)));
+                }
+                Some(Endpoint::Remote(_)) => {
+                    let copies = self.registry.count(&pattern, dest).max(1);
+                    out.extend(std::iter::repeat_n((dest, pattern, 0), copies as usize));
+                }
+                _ => out.push((dest, pattern, 0)),
+            }
+        }
+        out
+    }
 }
 
 /// When a new request was accepted: its deadline less its timeout (what
@@ -694,10 +841,24 @@ fn accepted_at(deadline: Instant, timeout_ms: u32) -> Instant {
 /// internal service.
 fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now: Instant) {
     inst.delivered.push(r.trans_id);
+    send_to(inst, r, pattern, node_id, now);
+}
+
+/// Writes a request to an instance (its socket's outbox, or its internal
+/// inbox), without recording it as delivered there.
+fn send_to(inst: &Instance, r: &Route<'_>, pattern: &str, node_id: u32, now: Instant) {
     let timeout = remaining_ms(r.deadline, now);
-    let source = if r.sender == 0 { 0 } else { ((node_id as u64) << 32) | r.sender as u64 };
+    let to_shard = matches!(inst.endpoint, Endpoint::Shard(_));
+    let source = match r.sender {
+        // Between shards a multicast copy's source names the instance
+        // there that serves it (`shards::mirror`); the receiving shard
+        // answers through its pseudo-instance of this one, not by source.
+        _ if to_shard && r.target != 0 => r.target as u64,
+        0 => 0,
+        sender => ((node_id as u64) << 32) | sender as u64,
+    };
     // Only another shard reads the sender's dest_refresh in the flags.
-    let flags = if matches!(inst.endpoint, Endpoint::Shard(_)) { r.flags } else { r.flags & crate::shards::FLAGS_MASK };
+    let flags = if to_shard { r.flags } else { r.flags & crate::shards::FLAGS_MASK };
     match &inst.endpoint {
         Endpoint::Socket(out) | Endpoint::Remote(out) | Endpoint::Shard(out) => {
             out.push(|b| {

@@ -145,6 +145,9 @@ pub struct Core {
     /// Service connections served by another shard than the one that
     /// admitted them (`shards::handoff`); empty with one shard.
     pub handoff: crate::shards::handoff::Handoff,
+    /// Per other shard's pseudo-instance: which instance there subscribes
+    /// what (`shards::mirror`), for multicast copies; empty with one shard.
+    pub mirrors: AHashMap<InstanceId, crate::shards::mirror::Mirror>,
 }
 
 /// Where a core stands among the shards of one process.
@@ -204,6 +207,7 @@ impl Core {
             shard: ShardIndex::ALONE,
             pseudo_instances: 0,
             handoff: Default::default(),
+            mirrors: AHashMap::new(),
         }
     }
 
@@ -301,7 +305,10 @@ impl Core {
             let label = format!("unmanaged instance {id} ({prefix})");
             // Unmanaged instances (tools, tests, load generators) stay on
             // the shard that admitted them: their sender allowances, the
-            // core's byte limits and the "unmanaged" metrics stay one count.
+            // core's byte limits and the "unmanaged" metrics stay one count,
+            // and a sender that goes away takes what it has waiting with it
+            // (`held`), which another shard could not tell apart from the
+            // rest of this shard's requests.
             let (o, m) = (self.unmanaged_options.clone(), self.unmanaged_metrics.clone());
             (Rc::from(prefix), o, m, None, label, 0, 1, 1, self.shard.index)
         } else {
@@ -441,6 +448,7 @@ impl Core {
         let Some(mut inst) = self.instances.remove(&id) else { return };
         if inst.endpoint.is_pseudo() {
             self.pseudo_instances -= 1;
+            self.mirrors.remove(&id);
         }
         for p in inst.subscriptions.iter() {
             self.registry.unsubscribe(p, id);

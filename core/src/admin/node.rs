@@ -2,6 +2,8 @@
 
 use super::reply::{Answer, ApiError};
 use super::{views, AdminContext};
+use crate::registry::InstanceId;
+use crate::state::Core;
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
@@ -92,29 +94,66 @@ pub async fn status(ctx: &AdminContext) -> Answer {
 /// subscribed twice by one instance lists it twice: it gets twice the share).
 pub fn subscriptions(ctx: &AdminContext) -> Answer {
     let core = ctx.core.borrow();
+    // Another shard's instances are one pseudo-instance here: they are
+    // listed by what that shard replicated of each (`shards::mirror`), with
+    // their process from shard 0's slots.
+    let shard_of = |id: &InstanceId| ctx.shards.as_ref().and_then(|s| s.pseudo.iter().position(|p| p == id && *p != 0));
     let mut all: Vec<Value> = core
         .registry
         .patterns()
         .map(|e| {
-            let instances: Vec<Value> = e
-                .instances
-                .iter()
-                .map(|id| {
-                    let inst = core.instances.get(id);
-                    let origin = inst.and_then(|i| i.origin.as_ref());
-                    json!({
-                        "instance_id": id,
-                        "service_id": origin.map(|o| o.service),
-                        "process_index": origin.map(|o| o.process_index),
-                        "label": inst.map(|i| i.label.as_str()),
-                    })
-                })
-                .collect();
+            let mut instances: Vec<Value> = Vec::with_capacity(e.instances.len());
+            let mut listed_shards = Vec::new();
+            for id in &e.instances {
+                if let Some(shard) = shard_of(id) {
+                    if !listed_shards.contains(&shard) {
+                        listed_shards.push(shard);
+                        let held = core.mirrors.get(id).into_iter().flat_map(|m| m.holders(&e.pattern));
+                        for (there, count) in held {
+                            let entry = elsewhere(&core, there, shard);
+                            instances.extend(std::iter::repeat_n(entry, count as usize));
+                        }
+                    }
+                    continue;
+                }
+                let inst = core.instances.get(id);
+                let origin = inst.and_then(|i| i.origin.as_ref());
+                instances.push(json!({
+                    "instance_id": id,
+                    "service_id": origin.map(|o| o.service),
+                    "process_index": origin.map(|o| o.process_index),
+                    "label": inst.map(|i| i.label.as_str()),
+                    "shard": core.shard.index,
+                }));
+            }
             json!({ "pattern": &*e.pattern, "instances": instances })
         })
         .collect();
     all.sort_by(|a, b| a["pattern"].as_str().cmp(&b["pattern"].as_str()));
     Ok((StatusCode::OK, json!({ "subscriptions": all })))
+}
+
+/// An instance another shard serves, as shard 0's process slots know it
+/// (a managed process's thread), or by its id alone (that shard's gateway
+/// instances).
+fn elsewhere(core: &Core, id: InstanceId, shard: usize) -> Value {
+    let slot = core.processes.values().find_map(|s| s.threads.iter().position(|t| *t == Some(id)).map(|t| (s, t)));
+    match slot {
+        Some((s, thread)) => json!({
+            "instance_id": id,
+            "service_id": s.service,
+            "process_index": s.process_index,
+            "label": format!("{} process {} thread {thread}", s.prefix, s.process_index),
+            "shard": shard,
+        }),
+        None => json!({
+            "instance_id": id,
+            "service_id": null,
+            "process_index": null,
+            "label": format!("instance {id} on shard {shard}"),
+            "shard": shard,
+        }),
+    }
 }
 
 pub fn get_log_level(ctx: &AdminContext) -> Answer {

@@ -31,24 +31,7 @@ use crate::registry::InstanceId;
 use crate::routing::Route;
 use crate::state::Core;
 use cumulo_proto::{Request, Status};
-use std::rc::Rc;
 use std::time::Duration;
-
-/// Multicast destinations with each remote node (or other shard) repeated once per instance
-/// it has on the matched pattern: each copy is served by another of its
-/// instances (the receiving node hands them out in turn).
-pub fn one_per_remote_instance(core: &Core, dests: Vec<(InstanceId, Rc<str>)>) -> Vec<(InstanceId, Rc<str>)> {
-    let mut out = Vec::with_capacity(dests.len());
-    for (id, pattern) in dests {
-        // Other shards' pseudo-instances are listed once per subscription
-        // already (`Registry::lookup_all_copies`).
-        let remote =
-            core.instances.get(&id).is_some_and(|i| matches!(i.endpoint, crate::instance::Endpoint::Remote(_)));
-        let copies = if remote { core.registry.count(&pattern, id).max(1) } else { 1 };
-        out.extend(std::iter::repeat_n((id, pattern), copies as usize));
-    }
-    out
-}
 
 /// A REQUEST from another node (through its pseudo-instance `from`): a new
 /// request here, routed to a local instance only (the pseudo-instance's
@@ -80,28 +63,32 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         request_info: r.request_info,
         request: r.request,
         via: None,
+        target: 0,
+        avoid: 0,
     };
     let route = match core.instances.get(&from).map(|i| &i.endpoint) {
         Some(crate::instance::Endpoint::Shard(_)) if r.flags & cumulo_proto::REQUEST_MCAST != 0 => {
-            Route { via: Some(r.pattern), ..route }
+            // Made for one instance here (`shards::mirror`): the copy's
+            // source names it.
+            Route { via: Some(r.pattern), target: r.source as InstanceId, ..route }
         }
         _ => route,
     };
     core.route(&route, false, timeout);
 }
 
-/// A request this side sent to `from`, forwarded back here by the instance
-/// there that had it: it goes on from here as a forward, under the entry
-/// and timer it already has; the other side is told (a RESPONSE to its copy)
-/// so that it ends its entry too, and the answer it sends back for that
-/// copy is dropped here as late.
+/// A request this side sent to `from`, forwarded (or re-routed) back here:
+/// it goes on from here as a forward, under the entry and timer it already
+/// has. The other side kept no entry for it when it sent it back
+/// (`Core::route`, "handed back"), so nothing is answered to it: an answer
+/// would cross a second copy of the request sent there meanwhile and be
+/// taken for that copy's answer.
 fn come_back(core: &mut Core, from: InstanceId, r: &Request<'_>) {
     if let Some(inst) = core.instances.get_mut(&from) {
         if let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) {
             inst.delivered.swap_remove(i);
         }
     }
-    core.respond(from, &r.trans_id, Status::Ok, b"", b"forwarded back");
     let Some(f) = core.inflight.get(&r.trans_id) else { return };
     let route = Route {
         trans_id: r.trans_id,
@@ -114,6 +101,10 @@ fn come_back(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         request_info: r.request_info,
         request: r.request,
         via: None,
+        target: 0,
+        // The side that sent it back had no instance for it, or
+        // forwarded it here: it is routed on from here, not back there.
+        avoid: from,
     };
     let timeout = f.timeout_ms;
     core.stats.forwards += 1;

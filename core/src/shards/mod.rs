@@ -34,11 +34,12 @@
 //! - `tests`: requests, multicast and forwards across two shards.
 
 pub mod handoff;
+pub mod mirror;
 pub mod report;
 pub mod thread;
 
 use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
-use crate::instance::Outbox;
+use crate::instance::{Endpoint, Outbox};
 use crate::registry::InstanceId;
 use crate::state::{Core, ShardIndex, Shared};
 use cumulo_proto::Frame;
@@ -80,9 +81,9 @@ pub enum Message {
     /// Frames routed to the receiving shard (REQUEST, RESPONSE), whole.
     Frames(Vec<u8>),
     /// The net change to the sender's own subscriptions since its previous
-    /// `Subscriptions` (pattern → count added, negative when removed);
-    /// `sequence` counts them from 1.
-    Subscriptions { sequence: u64, changes: Arc<[(Box<str>, i32)]> },
+    /// `Subscriptions` (pattern and instance → count added, negative when
+    /// removed); `sequence` counts them from 1.
+    Subscriptions { sequence: u64, changes: Arc<[mirror::Change]> },
     /// Start (or restart with new settings) or stop one process slot of an
     /// HTTP gateway, as shard 0's supervisor did.
     Gateway(GatewayOrder),
@@ -312,15 +313,23 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine)
 }
 
 /// Subscribes or unsubscribes shard `from`'s pseudo-instance `id` as much
-/// as that shard's own subscriptions changed.
-fn apply_changes(core: &mut Core, id: InstanceId, changes: &[(Box<str>, i32)], from: u32) {
-    for (pattern, delta) in changes {
-        for _ in 0..delta.unsigned_abs() {
-            let done = if *delta > 0 { core.subscribe(id, pattern) } else { core.unsubscribe(id, pattern) };
-            if let Err((_, why)) = done {
+/// as that shard's own subscriptions changed, and keeps which instance there
+/// holds what (`mirror`).
+fn apply_changes(core: &mut Core, id: InstanceId, changes: &[mirror::Change], from: u32) {
+    for change in changes {
+        let pattern = change.pattern.as_ref();
+        let mut done = 0i32;
+        for _ in 0..change.delta.unsigned_abs() {
+            let applied = if change.delta > 0 { core.subscribe(id, pattern) } else { core.unsubscribe(id, pattern) };
+            if let Err((_, why)) = applied {
                 tracing::warn!("shard {from}: pattern {pattern} not replicated: {why}");
                 break;
             }
+            done += change.delta.signum();
+        }
+        if done != 0 {
+            let shared: Rc<str> = Rc::from(pattern);
+            core.mirrors.entry(id).or_default().apply(&shared, change.instance, done, change.many);
         }
     }
 }
@@ -357,12 +366,26 @@ async fn replicate(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
         changed.notified().await;
         // Let the rest of a burst (a service subscribing its patterns) land.
         tokio::task::yield_now().await;
-        let taken = core.borrow_mut().registry.journal.take();
-        if taken.is_empty() {
+        let changes: Arc<[mirror::Change]> = {
+            let mut c = core.borrow_mut();
+            let taken = c.registry.journal.take();
+            // Another node's pseudo-instance here stands for its instances
+            // there: the other shards give it one copy per subscription.
+            let many = |i: InstanceId| c.instances.get(&i).is_some_and(|x| matches!(x.endpoint, Endpoint::Remote(_)));
+            taken
+                .into_iter()
+                .map(|(p, instance, delta)| mirror::Change {
+                    pattern: Box::from(&*p),
+                    instance,
+                    delta,
+                    many: many(instance),
+                })
+                .collect()
+        };
+        if changes.is_empty() {
             continue;
         }
         sequence += 1;
-        let changes: Arc<[(Box<str>, i32)]> = taken.into_iter().map(|(p, n)| (Box::from(&*p), n)).collect();
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == me {
                 continue;

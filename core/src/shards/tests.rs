@@ -217,6 +217,113 @@ fn mcast_reaches_every_instance_on_both_shards_and_every_answer_comes_back() {
 }
 
 #[test]
+fn mcast_gives_an_instance_of_another_shard_matching_by_two_patterns_one_copy() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        // As e2e mcast.rs with the instances spread: one instance here and
+        // one there subscribe two matching patterns, one there a third.
+        let (here, twice, other) =
+            (Client::connect(&a, "/m/", 4), Client::connect(&b, "/m/", 4), Client::connect(&b, "/m/", 4));
+        for s in [&here, &twice] {
+            s.subscribe("x");
+            s.subscribe("*");
+        }
+        other.subscribe("?");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 4);
+        client.mcast("/m/x");
+        settle().await;
+        assert_eq!(client.got().iter().filter(|g| g.kind == "MCAST_SENT").count(), 1);
+        for s in [&here, &twice, &other] {
+            let reqs = s.requests();
+            assert_eq!(reqs.len(), 1, "one copy per instance");
+            s.ret(reqs[0].trans_id, b"ok");
+        }
+        settle().await;
+        assert_eq!(client.responses().len(), 3, "three copies, each answered");
+        // Once that shard's instance drops a pattern, the mirror follows.
+        b.borrow_mut().unsubscribe(twice.id, "x").unwrap();
+        b.borrow_mut().remove_instance(other.id, "gone");
+        settle().await;
+        client.mcast("/m/x");
+        settle().await;
+        assert_eq!((here.requests().len(), twice.requests().len()), (1, 1));
+    });
+}
+
+#[test]
+fn closest_spills_to_another_shard_when_every_instance_here_is_busy() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let (near, far) = (Client::connect(&a, "/s/", 1), Client::connect(&b, "/s/", 1));
+        near.subscribe("x");
+        far.subscribe("x");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 64);
+        for _ in 0..20 {
+            client.send("/s/x", b"", 5000, 0);
+        }
+        settle().await;
+        // Both take requests, one at a time (window 1), until all are served.
+        let mut served = [0usize; 2];
+        for _ in 0..40 {
+            for (n, s) in [&near, &far].into_iter().enumerate() {
+                for r in s.requests() {
+                    served[n] += 1;
+                    s.ret(r.trans_id, b"");
+                }
+            }
+            settle().await;
+        }
+        assert_eq!(served[0] + served[1], 20, "{served:?}");
+        assert_eq!(client.responses().len(), 20);
+        assert!(served[0] >= 8 && served[1] >= 8, "both shards' instances share the load: {served:?}");
+    });
+}
+
+#[test]
+fn a_request_routed_back_to_its_shard_gets_one_true_answer() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let (near, far) = (Client::connect(&a, "/s/", 1), Client::connect(&b, "/s/", 1));
+        near.subscribe("x");
+        far.subscribe("x");
+        settle().await;
+        let client = Client::connect(&a, "/c/", 64);
+        // 1 to near; 2 spills to far; 3 waits at near; 4 waits at far.
+        let tids: Vec<TransId> = (0..4).map(|_| client.send("/s/x", b"", 5000, 0)).collect();
+        settle().await;
+        assert_eq!(far.requests().len(), 1);
+        // far goes: what it held fails, what waited for it is routed again,
+        // back to shard a, which holds its entry.
+        b.borrow_mut().remove_instance(far.id, "killed");
+        settle().await;
+        for _ in 0..8 {
+            for r in near.requests() {
+                near.ret(r.trans_id, b"near");
+            }
+            settle().await;
+        }
+        let resp = client.responses();
+        let mut got: Vec<(usize, u16, Vec<u8>)> = resp
+            .iter()
+            .map(|r| (tids.iter().position(|t| *t == r.trans_id).unwrap(), r.status, r.body.clone()))
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), 4, "one answer per request: {got:?}");
+        assert_eq!(got[1].1, Status::Crashed.code(), "{got:?}");
+        for (n, status, body) in [&got[0], &got[2], &got[3]] {
+            assert!(*status == 0 && body == b"near" || *n == 3 && *status == Status::NoService.code(), "{got:?}");
+        }
+        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        let pseudo = |c: &Shared| {
+            c.borrow().instances.values().filter(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len()).sum::<usize>()
+        };
+        assert_eq!((pseudo(&a), pseudo(&b)), (0, 0), "no entry left behind on either side");
+    });
+}
+
+#[test]
 fn a_forward_crosses_shards_twice_and_the_sender_gets_the_final_answer() {
     crate::fuzzing::run(async {
         let (a, b) = two_shards();
