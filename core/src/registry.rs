@@ -49,6 +49,9 @@ pub struct PatternEntry {
     pub wild: bool,
     /// Round-robin cursor for this pattern.
     pub next: usize,
+    /// With several shards: the cursor every shard shares for this pattern
+    /// (`shards::turns`), taken at the first round-robin request.
+    pub turn: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 #[derive(Debug, Default)]
@@ -149,7 +152,7 @@ impl Registry {
         let wild = pattern::has_wildcard(full);
         self.entries.insert(
             key.clone(),
-            PatternEntry { pattern: key.clone(), instances: vec![instance], literal_len, wild, next: 0 },
+            PatternEntry { pattern: key.clone(), instances: vec![instance], literal_len, wild, next: 0, turn: None },
         );
         if wild {
             let shape = Shape {

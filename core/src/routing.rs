@@ -8,6 +8,7 @@ use crate::held::Held;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
+use crate::shards::mirror::Mirror;
 use crate::state::{Core, InFlight};
 use cumulo_proto::{Control, Frame, Return, Send, Status, TransId, REQUEST_MCAST, REQUEST_SYNC, SEND_WAIT_FOR_SERVICE};
 use std::rc::Rc;
@@ -176,6 +177,46 @@ fn select(
         _ if restricted => pick_where(list, allowed),
         _ => Some(list[fastrand::usize(..list.len())]),
     }
+}
+
+/// Round robin with several shards: the next instance in turn of the
+/// rotation every shard shares for this pattern (`shards::turns`): every
+/// instance of the pattern on every shard (another shard's through its
+/// mirror), each once per subscription, in instance id order. Returns the
+/// instance to deliver to here (another shard's pseudo-instance for one
+/// there) and the one there that serves it (0 for one here).
+fn in_turn(
+    entry: &mut PatternEntry,
+    instances: &ahash::AHashMap<InstanceId, Instance>,
+    mirrors: &ahash::AHashMap<InstanceId, Mirror>,
+    turns: &crate::shards::turns::Turns,
+    allowed: impl Fn(&InstanceId) -> bool,
+) -> Option<(InstanceId, InstanceId)> {
+    // (instance, where it is delivered from here)
+    let mut all: Vec<(InstanceId, InstanceId)> = Vec::with_capacity(entry.instances.len());
+    let mut shards_listed: Vec<InstanceId> = Vec::new();
+    for id in entry.instances.iter().filter(|id| allowed(id)) {
+        match instances.get(id).map(|i| &i.endpoint) {
+            Some(Endpoint::Shard(_)) => {
+                if shards_listed.contains(id) {
+                    continue;
+                }
+                shards_listed.push(*id);
+                for (there, n) in mirrors.get(id).into_iter().flat_map(|m| m.holders(&entry.pattern)) {
+                    all.extend(std::iter::repeat_n((there, *id), n as usize));
+                }
+            }
+            _ => all.push((*id, *id)),
+        }
+    }
+    if all.is_empty() {
+        return Option::None;
+    }
+    all.sort_unstable();
+    let cursor = entry.turn.get_or_insert_with(|| turns.cursor(&entry.pattern));
+    let n = cursor.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (there, dest) = all[(n % all.len() as u64) as usize];
+    Some((dest, if there == dest { 0 } else { there }))
 }
 
 /// The least busy instance of `list` that passes `keep` (by `load`), with
@@ -504,14 +545,18 @@ impl Core {
             }
             _ => None,
         };
-        let chosen = match named {
-            Some(i) => Some(i.id),
-            None => {
-                let avoid = Some(r.avoid).filter(|a| *a != 0);
-                select(entry, how, &self.instances, spread, from, exclude, avoid)
+        let avoid = Some(r.avoid).filter(|a| *a != 0);
+        let chosen = match (named, &self.turns) {
+            (Some(i), _) => Some((i.id, 0)),
+            (None, Some(turns)) if how == DestRefresh::RoundRobin => {
+                let allowed = |id: &InstanceId| {
+                    from != Some(distance(&self.instances, id)) && Some(*id) != exclude && Some(*id) != avoid
+                };
+                in_turn(entry, &self.instances, &self.mirrors, turns, allowed)
             }
+            (None, _) => select(entry, how, &self.instances, spread, from, exclude, avoid).map(|d| (d, 0)),
         };
-        let Some(dest) = chosen else {
+        let Some((dest, target)) = chosen else {
             let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
             return self.no_service(r, rerouted, msg);
         };
@@ -568,7 +613,8 @@ impl Core {
         // (one shard: no lookup on this path).
         let marked;
         let r = if self.shard.count > 1 && distance(&self.instances, &dest) == Distance::Shard {
-            marked = Route { flags: r.flags | crate::shards::policy_bits(how), ..r.clone() };
+            // ... and serves it by `target` when round robin chose one.
+            marked = Route { flags: r.flags | crate::shards::policy_bits(how), target, ..r.clone() };
             &marked
         } else {
             r
@@ -850,10 +896,11 @@ fn send_to(inst: &Instance, r: &Route<'_>, pattern: &str, node_id: u32, now: Ins
     let timeout = remaining_ms(r.deadline, now);
     let to_shard = matches!(inst.endpoint, Endpoint::Shard(_));
     let source = match r.sender {
-        // Between shards a multicast copy's source names the instance
-        // there that serves it (`shards::mirror`); the receiving shard
-        // answers through its pseudo-instance of this one, not by source.
-        _ if to_shard && r.target != 0 => r.target as u64,
+        // Between shards the source names the instance there that serves
+        // the request (a multicast copy's, `shards::mirror`; round robin's
+        // turn, `shards::turns`), 0 for any: the receiving shard answers
+        // through its pseudo-instance of this one, not by source.
+        _ if to_shard => r.target as u64,
         0 => 0,
         sender => ((node_id as u64) << 32) | sender as u64,
     };

@@ -148,6 +148,9 @@ pub struct Core {
     /// Per other shard's pseudo-instance: which instance there subscribes
     /// what (`shards::mirror`), for multicast copies; empty with one shard.
     pub mirrors: AHashMap<InstanceId, crate::shards::mirror::Mirror>,
+    /// The round-robin cursors shared with the other shards
+    /// (`shards::turns`); None with one shard.
+    pub turns: Option<crate::shards::turns::Turns>,
 }
 
 /// Where a core stands among the shards of one process.
@@ -208,6 +211,7 @@ impl Core {
             pseudo_instances: 0,
             handoff: Default::default(),
             mirrors: AHashMap::new(),
+            turns: None,
         }
     }
 

@@ -67,9 +67,10 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         avoid: 0,
     };
     let route = match core.instances.get(&from).map(|i| &i.endpoint) {
-        Some(crate::instance::Endpoint::Shard(_)) if r.flags & cumulo_proto::REQUEST_MCAST != 0 => {
-            // Made for one instance here (`shards::mirror`): the copy's
-            // source names it.
+        // A multicast copy, or a request another shard gave one instance
+        // here in turn (`shards::turns`): its source names the instance
+        // (`shards::mirror`), served by the pattern it was chosen for.
+        Some(crate::instance::Endpoint::Shard(_)) if r.flags & cumulo_proto::REQUEST_MCAST != 0 || r.source != 0 => {
             Route { via: Some(r.pattern), target: r.source as InstanceId, ..route }
         }
         _ => route,

@@ -37,6 +37,7 @@ pub mod handoff;
 pub mod mirror;
 pub mod report;
 pub mod thread;
+pub mod turns;
 
 use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
 use crate::instance::{Endpoint, Outbox};
@@ -131,12 +132,18 @@ pub struct Ends {
     pub index: u32,
     pub inbox: mpsc::Receiver<Envelope>,
     pub peers: Vec<mpsc::Sender<Envelope>>,
+    /// The round-robin cursors every shard shares.
+    pub turns: turns::Turns,
 }
 
 /// The channels between `count` shards, one `Ends` per shard.
 pub fn channels(count: u32) -> Vec<Ends> {
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..count).map(|_| mpsc::channel(INBOX_MESSAGES)).unzip();
-    rxs.into_iter().enumerate().map(|(i, inbox)| Ends { index: i as u32, inbox, peers: txs.clone() }).collect()
+    let turns = turns::Turns::default();
+    rxs.into_iter()
+        .enumerate()
+        .map(|(i, inbox)| Ends { index: i as u32, inbox, peers: txs.clone(), turns: turns.clone() })
+        .collect()
 }
 
 /// A shard's link to the others, once attached.
@@ -194,13 +201,14 @@ impl Links {
 /// frames and subscriptions between them. Call on the shard's thread,
 /// inside its `LocalSet`, before anything else is admitted.
 pub fn attach(core: &Shared, ends: Ends) -> Links {
-    let Ends { index, inbox, peers } = ends;
+    let Ends { index, inbox, peers, turns } = ends;
     let count = peers.len() as u32;
     let mut pseudo = vec![0; peers.len()];
     {
         let mut c = core.borrow_mut();
         c.set_shard(ShardIndex { index, count });
         c.registry.journal.on = true;
+        c.turns = Some(turns);
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == index {
                 continue;

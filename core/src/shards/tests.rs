@@ -324,6 +324,42 @@ fn a_request_routed_back_to_its_shard_gets_one_true_answer() {
 }
 
 #[test]
+fn round_robin_takes_every_instance_of_both_shards_in_turn_from_either_shard() {
+    crate::fuzzing::run(async {
+        let (a, b) = two_shards();
+        let rr = Rc::new(ServiceOptions { dest_refresh: DestRefresh::RoundRobin, ..ServiceOptions::default() });
+        for c in [&a, &b] {
+            c.borrow_mut().unmanaged_options = rr.clone();
+        }
+        let servers = [
+            Client::connect(&a, "/w/", 64),
+            Client::connect(&b, "/w/", 64),
+            Client::connect(&a, "/w/", 64),
+            Client::connect(&b, "/w/", 64),
+        ];
+        for s in &servers {
+            s.subscribe("add");
+        }
+        settle().await;
+        // Sequential requests from senders on either shard, as an HTTP
+        // gateway's connections land on any shard.
+        let senders = [Client::connect(&a, "/c/", 64), Client::connect(&b, "/c/", 64)];
+        let mut order = Vec::new();
+        for n in 0..12 {
+            senders[fastrand::usize(..2) ^ (n % 2)].send("/w/add", b"", 5000, 0);
+            settle().await;
+            let got: Vec<usize> = (0..4).filter(|i| !servers[*i].requests().is_empty()).collect();
+            assert_eq!(got.len(), 1, "one instance per request: {got:?}");
+            order.push(got[0]);
+        }
+        let mut first: Vec<usize> = order[..4].to_vec();
+        first.sort();
+        assert_eq!(first, [0, 1, 2, 3], "every instance once: {order:?}");
+        assert_eq!((&order[..4], &order[..4]), (&order[4..8], &order[8..12]), "in turn: {order:?}");
+    });
+}
+
+#[test]
 fn a_forward_crosses_shards_twice_and_the_sender_gets_the_final_answer() {
     crate::fuzzing::run(async {
         let (a, b) = two_shards();
