@@ -31,9 +31,10 @@ pub struct Route<'a> {
     /// (served by an instance of that pattern here, not of the most
     /// specific one).
     pub via: Option<&'a str>,
-    /// A multicast copy for another shard, or from one: the instance there
-    /// (or here) that serves it, so that an instance matching by several
-    /// patterns gets one copy (`shards::mirror`); 0 otherwise.
+    /// A request for another shard, or from one, made for one instance
+    /// there (or here): a multicast copy, so that an instance matching by
+    /// several patterns gets one copy (`shards::mirror`), or round robin's
+    /// turn (`shards::turns`); 0: any instance.
     pub target: InstanceId,
     /// An instance not to pick: the shard that handed the request back for
     /// want of an instance there (`cluster::come_back`); 0: none.
@@ -192,7 +193,9 @@ fn in_turn(
     turns: &crate::shards::turns::Turns,
     allowed: impl Fn(&InstanceId) -> bool,
 ) -> Option<(InstanceId, InstanceId)> {
-    // (instance, where it is delivered from here)
+    // (instance, where it is delivered from here). Built per request: the
+    // instances of a round-robin pattern are a handful, and a cached order
+    // would have to follow every shard's changes.
     let mut all: Vec<(InstanceId, InstanceId)> = Vec::with_capacity(entry.instances.len());
     let mut shards_listed: Vec<InstanceId> = Vec::new();
     for id in entry.instances.iter().filter(|id| allowed(id)) {
@@ -537,8 +540,9 @@ impl Core {
             return self.no_service(r, rerouted, format!("no service subscribes a pattern matching '{}'", r.name));
         };
         let spread = self.cluster.is_some() || self.shard.count > 1;
-        // A multicast copy made for one instance here (`shards::mirror`)
-        // goes to it while it still subscribes the copy's pattern.
+        // A request another shard made for one instance here (a multicast
+        // copy, round robin's turn) goes to it while it still subscribes
+        // the pattern it was chosen by.
         let named = match r.via {
             Some(pattern) if r.target != 0 => {
                 self.instances.get(&r.target).filter(|i| !i.retiring && i.subscriptions.count(pattern) > 0)
