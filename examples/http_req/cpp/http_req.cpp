@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -48,7 +49,10 @@ cumulo::Response handle_get(cumulo::Api&, const cumulo::Request& request) {
 
 int main() {
     try {
-        cumulo::run([](cumulo::Api& api) { api.subscribe("cpp.xml/get", handle_get); });
+        // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1).
+        cumulo::Config config;
+        if (const char* w = std::getenv("HTTP_REQ_WINDOW"); w && *w) config.window = std::stoul(w);
+        cumulo::run([](cumulo::Api& api) { api.subscribe("cpp.xml/get", handle_get); }, 0, config);
     } catch (const std::exception& e) {
         std::cerr << "http_req: " << e.what() << "\n";
         return 1;

@@ -2,11 +2,14 @@
 // go.xml/get under its prefix (/tests/http_req/) and answers the integer
 // given as "value" in a key/value encoded request, as XML. It runs
 // CUMULO_THREAD_COUNT instances, one goroutine and connection each.
+// HTTP_REQ_WINDOW: requests the core may deliver to each instance at once
+// (default 1), handled concurrently.
 package main
 
 import (
 	"context"
 	"log"
+	"os"
 	"strconv"
 
 	cumulo "cumulo.dev/sdk/go"
@@ -20,7 +23,13 @@ func main() {
 	handler := func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
 		return cumulo.Response{Info: xmlInfo, Data: []byte(answer(req.Data))}, nil
 	}
-	err = cumulo.Run(func(api *cumulo.API) error {
+	window := 1
+	if w := os.Getenv("HTTP_REQ_WINDOW"); w != "" {
+		if window, err = strconv.Atoi(w); err != nil || window < 1 {
+			log.Fatalf("HTTP_REQ_WINDOW=%q is not a positive integer", w)
+		}
+	}
+	err = cumulo.RunWith(cumulo.Options{Window: window}, func(api *cumulo.API) error {
 		return api.Subscribe("go.xml/get", handler)
 	})
 	if err != nil {

@@ -29,7 +29,9 @@ sub http_req_answer {
         : '<http_test><error>no value specified</error></http_test>';
 }
 
+# HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
+# more, one read brings several and their answers go out in one write.
 Cumulo::run(sub {
     my ($api) = @_;
     $api->subscribe('perl.xml/get', sub { return ($RESPONSE_INFO, http_req_answer($_[0]->request)) });
-});
+}, window => ($ENV{HTTP_REQ_WINDOW} || 1));

@@ -44,6 +44,8 @@ function http_req_answer(string $body): string
         : "<http_test><value>$number</value></http_test>";
 }
 
+// HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
+// more, one read brings several, answered in turn without a round trip each.
 Runner::run(function ($api) {
     $api->subscribe('php.xml/get', fn (Request $req) => [RESPONSE_INFO, http_req_answer($req->request)]);
-});
+}, null, ['window' => max(1, (int) (getenv('HTTP_REQ_WINDOW') ?: 1))]);

@@ -23,8 +23,14 @@ def http_req_answer(body)
   end
 end
 
+# HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
+# more, one read brings several, answered in turn without a round trip each.
+def http_req_window
+  Integer(ENV.fetch("HTTP_REQ_WINDOW", "").then { |w| w.empty? ? "1" : w })
+end
+
 if $PROGRAM_NAME == __FILE__
-  Cumulo.run do |api|
+  Cumulo.run(window: http_req_window) do |api|
     api.subscribe("ruby.xml/get") { |req| [RESPONSE_INFO, http_req_answer(req.request)] }
   end
 end
