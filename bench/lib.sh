@@ -206,7 +206,7 @@ http_req_service() {
 # http_req_windowed LANG: the language's example reads HTTP_REQ_WINDOW (its
 # SDK may take several requests at once).
 http_req_windowed() {
-    case "$1" in rust | c | ats2 | erlang | haskell | javascript | ocaml | python | python_c | go | ruby | perl | php | cpp) return 0 ;; *) return 1 ;; esac
+    case "$1" in rust | c | ats2 | erlang | haskell | javascript | ocaml | python | python_c | go | ruby | perl | php | cpp | java) return 0 ;; *) return 1 ;; esac
 }
 
 # http_req_label LANG: the language's name in a report (python_c: Python/C).

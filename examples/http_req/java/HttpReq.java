@@ -8,7 +8,9 @@ import java.util.regex.Pattern;
 
 /**
  * The http_req example: answers /tests/http_req/java.xml/get with the integer found under the key
- * "value" of the request's key/value body, as XML, on CUMULO_THREAD_COUNT threads.
+ * "value" of the request's key/value body, as XML, on CUMULO_THREAD_COUNT threads. HTTP_REQ_WINDOW:
+ * requests the core may deliver to each instance at once (default 1); they are read several per
+ * system call and answered in order.
  */
 public final class HttpReq {
     private static final byte[] XML = Info.encode("content-type", "text/xml; charset=utf-8");
@@ -16,7 +18,25 @@ public final class HttpReq {
     private static final Pattern INTEGER = Pattern.compile("[+-]?[0-9]+");
 
     public static void main(String[] args) throws Exception {
-        Api.run(api -> api.subscribe("java.xml/get", HttpReq::answer));
+        Api.run(window(System.getenv("HTTP_REQ_WINDOW")), api -> api.subscribe("java.xml/get", HttpReq::answer));
+    }
+
+    /** HTTP_REQ_WINDOW's value: unset or empty is 1; anything but a positive integer stops the process. */
+    static long window(String text) {
+        if (text == null || text.isEmpty()) {
+            return 1;
+        }
+        if (text.matches("[0-9]+")) {
+            try {
+                long window = Long.parseLong(text);
+                if (window >= 1 && window <= 0xffffffffL) {
+                    return window;
+                }
+            } catch (NumberFormatException outOfRange) {
+                // said below
+            }
+        }
+        throw new IllegalArgumentException("HTTP_REQ_WINDOW='" + text + "' is not a positive integer");
     }
 
     static Response answer(Api api, Request request) {

@@ -91,7 +91,16 @@ public final class Api implements AutoCloseable {
      * If one instance fails, the others are stopped and the first failure is thrown.
      */
     public static void run(Setup setup) throws Exception {
-        Runner.run(System.getenv(), setup);
+        run(1, setup);
+    }
+
+    /**
+     * As {@link #run(Setup)}, each instance asking for {@code window} requests at once: the core may
+     * deliver that many before an answer, so the thread reads several per system call and the
+     * answers share writes. They are still handled one at a time, in order, on the instance's thread.
+     */
+    public static void run(long window, Setup setup) throws Exception {
+        Runner.run(System.getenv(), window, setup);
     }
 
     // ---- subscriptions -------------------------------------------------------------------

@@ -9,17 +9,26 @@ import java.util.concurrent.atomic.AtomicReference;
 final class Runner {
     private final Map<String, String> env;
     private final Setup setup;
+    private final long window;
     /** Instances connected and not yet closed; guarded by itself. */
     private final List<Api> live = new ArrayList<>();
     private final AtomicReference<Throwable> firstFailure = new AtomicReference<>();
 
-    private Runner(Map<String, String> env, Setup setup) {
+    private Runner(Map<String, String> env, long window, Setup setup) {
         this.env = env;
+        this.window = window;
         this.setup = setup;
     }
 
     static void run(Map<String, String> env, Setup setup) throws Exception {
-        new Runner(env, setup).runAll(threadCount(env));
+        run(env, 1, setup);
+    }
+
+    static void run(Map<String, String> env, long window, Setup setup) throws Exception {
+        if (window < 1 || window > 0xffffffffL) {
+            throw new IllegalArgumentException("window " + window + " is out of range (1 to 2^32-1)");
+        }
+        new Runner(env, window, setup).runAll(threadCount(env));
     }
 
     static int threadCount(Map<String, String> env) {
@@ -58,7 +67,7 @@ final class Runner {
     private void serve(int index) {
         Api api = null;
         try {
-            api = Api.connect(Options.fromEnv(env, index));
+            api = Api.connect(Options.fromEnv(env, index).withWindow(window));
             synchronized (live) {
                 if (firstFailure.get() != null) {
                     return;

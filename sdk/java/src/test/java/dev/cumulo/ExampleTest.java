@@ -49,39 +49,54 @@ class ExampleTest {
         return cases;
     }
 
-    @Test
-    void answersAsTheGuideSaysOnEveryThread() throws Exception {
+    /** The example as a process (java launching its source against the SDK's classes). */
+    private static ProcessBuilder example(FakeCore core, Path log, int threads, String window) throws Exception {
         String source = System.getProperty("cumulo.example");
         assertNotNull(source, "system property cumulo.example (set in pom.xml) names HttpReq.java");
         String sdkClasses = Path.of(Api.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Path log = Files.createTempFile("cumulo-http-req", ".log");
+        ProcessBuilder builder = new ProcessBuilder(java, "-cp", sdkClasses, source)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile());
+        builder.environment().putAll(Map.of("CUMULO_SOCKET", core.address(), "CUMULO_TOKEN", "t0k",
+                "CUMULO_THREAD_COUNT", String.valueOf(threads), "CUMULO_PROCESS_INDEX", "0",
+                "CUMULO_PROCESS_COUNT", "1", "CUMULO_PREFIX", "/tests/http_req/"));
+        if (window == null) {
+            builder.environment().remove("HTTP_REQ_WINDOW");
+        } else {
+            builder.environment().put("HTTP_REQ_WINDOW", window);
+        }
+        return builder;
+    }
 
+    private static Frame.Request request(long n, byte[] body) {
+        return new Frame.Request(TransId.of(n, 1, 99), 5000, 0, 0, (1L << 32) | 99,
+                "/tests/http_req/java.xml/get", "/tests/http_req/java.xml/get", new byte[0], body);
+    }
+
+    @Test
+    void answersAsTheGuideSaysOnEveryThread() throws Exception {
+        Path log = Files.createTempFile("cumulo-http-req", ".log");
         try (FakeCore core = FakeCore.unix()) {
-            ProcessBuilder builder = new ProcessBuilder(java, "-cp", sdkClasses, source)
-                    .redirectErrorStream(true)
-                    .redirectOutput(log.toFile());
-            builder.environment().putAll(Map.of("CUMULO_SOCKET", core.address(), "CUMULO_TOKEN", "t0k",
-                    "CUMULO_THREAD_COUNT", "2", "CUMULO_PROCESS_INDEX", "0", "CUMULO_PROCESS_COUNT", "1",
-                    "CUMULO_PREFIX", "/tests/http_req/"));
-            Process process = builder.start();
+            Process process = example(core, log, 2, null).start();
             try {
                 List<Peer> peers = new ArrayList<>();
                 for (int i = 0; i < 2; i++) {
                     Peer peer = core.accept();
                     peers.add(peer);
-                    assertEquals("t0k", peer.read(Frame.Hello.class).token());
+                    Frame.Hello hello = peer.read(Frame.Hello.class);
+                    assertEquals("t0k", hello.token());
+                    assertEquals(1, hello.window(), "without HTTP_REQ_WINDOW the example asks for window 1");
                     peer.write(Peer.welcome(1 << 20, "/tests/http_req/"));
                     peer.replyTo(FrameType.SUBSCRIBE, "java.xml/get", 0);
                 }
                 long n = 0;
                 for (Map.Entry<byte[], String> c : cases().entrySet()) {
                     for (Peer peer : peers) {
-                        TransId id = TransId.of(++n, 1, 99);
-                        peer.write(new Frame.Request(id, 5000, 0, 0, (1L << 32) | 99,
-                                "/tests/http_req/java.xml/get", "/tests/http_req/java.xml/get", new byte[0], c.getKey()));
+                        Frame.Request request = request(++n, c.getKey());
+                        peer.write(request);
                         Frame.Return answer = peer.read(Frame.Return.class);
-                        assertEquals(id, answer.transId());
+                        assertEquals(request.transId(), answer.transId());
                         assertEquals(0, answer.status());
                         assertArrayEquals(Info.encode("content-type", "text/xml; charset=utf-8"), answer.responseInfo());
                         assertEquals(c.getValue(), new String(answer.response(), UTF_8),
@@ -102,6 +117,63 @@ class ExampleTest {
                 throw t;
             } finally {
                 process.destroyForcibly();
+                Files.deleteIfExists(log);
+            }
+        }
+    }
+
+    @Test
+    void takesAWindowAndAnswersPipelinedRequestsInOrder() throws Exception {
+        Path log = Files.createTempFile("cumulo-http-req", ".log");
+        try (FakeCore core = FakeCore.unix()) {
+            Process process = example(core, log, 1, "16").start();
+            try (Peer peer = core.accept()) {
+                assertEquals(16, peer.read(Frame.Hello.class).window(), "HTTP_REQ_WINDOW=16 is the HELLO's window");
+                peer.write(Peer.welcome(1 << 20, "/tests/http_req/"));
+                peer.replyTo(FrameType.SUBSCRIBE, "java.xml/get", 0);
+                // Every case at once, as a core granting window 16 may deliver them: answered in order.
+                List<Frame> sent = new ArrayList<>();
+                List<String> expected = new ArrayList<>();
+                for (Map.Entry<byte[], String> c : cases().entrySet()) {
+                    sent.add(request(sent.size() + 1, c.getKey()));
+                    expected.add(c.getValue());
+                }
+                peer.write(sent.toArray(new Frame[0]));
+                for (int i = 0; i < sent.size(); i++) {
+                    Frame.Return answer = peer.read(Frame.Return.class);
+                    assertEquals(((Frame.Request) sent.get(i)).transId(), answer.transId(), "answer " + i + " in order");
+                    assertEquals(expected.get(i), new String(answer.response(), UTF_8));
+                }
+                peer.write(new Frame.Terminate(2000));
+                peer.read(Frame.Goodbye.class);
+                assertTrue(process.waitFor(20, TimeUnit.SECONDS), "the example exits after TERMINATE");
+                assertEquals(0, process.exitValue(), Files.readString(log));
+            } catch (Throwable t) {
+                t.addSuppressed(new AssertionError("example output:\n" + Files.readString(log)));
+                throw t;
+            } finally {
+                process.destroyForcibly();
+            }
+        } finally {
+            Files.deleteIfExists(log);
+        }
+    }
+
+    @Test
+    void refusesAWindowThatIsNotAPositiveInteger() throws Exception {
+        for (String bad : List.of("0", "-4", "x", "16k", "4294967296")) {
+            Path log = Files.createTempFile("cumulo-http-req", ".log");
+            try (FakeCore core = FakeCore.unix()) {
+                Process process = example(core, log, 1, bad).start();
+                try {
+                    assertTrue(process.waitFor(30, TimeUnit.SECONDS), "HTTP_REQ_WINDOW=" + bad + " stops the example");
+                    assertTrue(process.exitValue() != 0, "HTTP_REQ_WINDOW=" + bad + " exits non-zero");
+                    String output = Files.readString(log);
+                    assertTrue(output.contains("HTTP_REQ_WINDOW='" + bad + "' is not a positive integer"), output);
+                } finally {
+                    process.destroyForcibly();
+                }
+            } finally {
                 Files.deleteIfExists(log);
             }
         }

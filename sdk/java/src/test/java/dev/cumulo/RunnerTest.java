@@ -44,6 +44,7 @@ class RunnerTest {
                 assertEquals("tok", hello.token());
                 assertEquals("", hello.prefix(), "a managed instance names no prefix");
                 threadIndexes.add(hello.threadIndex());
+                assertEquals(1, hello.window(), "Api.run(setup) asks for window 1");
                 peer.write(Peer.welcome(1 << 20, "/svc/"));
                 peer.replyTo(FrameType.SUBSCRIBE, "t" + hello.threadIndex(), 0);
             }
@@ -91,6 +92,42 @@ class RunnerTest {
         } finally {
             executor.shutdownNow();
         }
+    }
+
+    @Test
+    void everyInstanceAsksForTheWindowGiven() throws Exception {
+        ExecutorService executor = Executors.newSingleThreadExecutor();
+        try (FakeCore core = FakeCore.unix()) {
+            Future<?> run = executor.submit(() -> {
+                Runner.run(env(core, 2), 16, api -> api.subscribe("w", (a, r) -> null));
+                return null;
+            });
+            List<Peer> peers = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                Peer peer = core.accept();
+                peers.add(peer);
+                assertEquals(16, peer.read(Frame.Hello.class).window(), "each instance's HELLO carries the window");
+                peer.write(Peer.welcome(1 << 20, "/svc/"));
+                peer.replyTo(FrameType.SUBSCRIBE, "w", 0);
+            }
+            for (Peer peer : peers) {
+                peer.write(new Frame.Terminate(1000));
+            }
+            run.get(10, TimeUnit.SECONDS);
+            for (Peer peer : peers) {
+                peer.read(Frame.Goodbye.class);
+                peer.close();
+            }
+        } finally {
+            executor.shutdownNow();
+        }
+    }
+
+    @Test
+    void windowOutOfRangeIsRefused() {
+        Map<String, String> env = Map.of("CUMULO_SOCKET", "/nonexistent", "CUMULO_THREAD_COUNT", "1");
+        assertThrows(IllegalArgumentException.class, () -> Runner.run(env, 0, api -> { }));
+        assertThrows(IllegalArgumentException.class, () -> Runner.run(env, 1L << 32, api -> { }));
     }
 
     @Test
