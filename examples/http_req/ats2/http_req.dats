@@ -2,10 +2,31 @@
 ** and answers <http_test><value>N</value></http_test> for an integer
 ** "value" in the key/value request body, or an error element otherwise.
 ** Runs CUMULO_THREAD_COUNT instances, one per thread. HTTP_REQ_WINDOW:
-** requests the core may deliver to each instance at once (default 1).
+** requests the core may deliver to each instance at once (default 1;
+** anything but a positive integer stops the process).
 *)
 
 #include "share/atspre_staload.hats"
+
+%{^
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* HTTP_REQ_WINDOW: unset or empty is 1; anything but a positive integer
+ * (decimal digits, at most 2^32-1) stops the process. */
+static unsigned int http_req_window(void) {
+  const char *w = getenv("HTTP_REQ_WINDOW");
+  if (!w || !*w) return 1;
+  uint64_t n = 0;
+  const char *p = w;
+  for (; *p >= '0' && *p <= '9' && n <= UINT32_MAX; p++) n = n * 10 + (uint64_t)(*p - '0');
+  if (*p || n < 1 || n > UINT32_MAX) {
+    fprintf(stderr, "http_req: HTTP_REQ_WINDOW='%s' is not a positive integer\n", w);
+    exit(2);
+  }
+  return (unsigned int)n;
+}
+%}
 
 staload "SATS/cumulo.sats"
 
@@ -61,9 +82,7 @@ end
 fun setup (api: api, user: ptr): int = subscribe (api, "ats2.xml/get", http_req, user)
 
 implement main0 () = let
-  val w = $extfcall (ptr, "getenv", "HTTP_REQ_WINDOW")
-  val asked = (if w = the_null_ptr then 1 else g1ofg0 ($extfcall (int, "atoi", w))): Int
-  val rc = run ($UNSAFE.cast{uint}(if asked > 1 then asked else 1), setup, the_null_ptr)
+  val rc = run ($extfcall (uint, "http_req_window"), setup, the_null_ptr)
 in
   if rc != 0 then $extfcall (void, "exit", 1)
 end

@@ -55,10 +55,24 @@ static int setup(cumulo_api *api, void *user_data) {
     return cumulo_subscribe(api, "c.xml/get", handle_get, NULL);
 }
 
+/* HTTP_REQ_WINDOW: unset or empty is 1; anything but a positive integer
+ * (decimal digits, at most 2^32-1) stops the process. */
+static uint32_t window_from_env(void) {
+    const char *w = getenv("HTTP_REQ_WINDOW");
+    if (!w || !*w) return 1;
+    uint64_t n = 0;
+    const char *p = w;
+    for (; *p >= '0' && *p <= '9' && n <= UINT32_MAX; p++) n = n * 10 + (uint64_t)(*p - '0');
+    if (*p || n < 1 || n > UINT32_MAX) {
+        fprintf(stderr, "http_req: HTTP_REQ_WINDOW='%s' is not a positive integer\n", w);
+        exit(2);
+    }
+    return (uint32_t)n;
+}
+
 int main(void) {
     cumulo_config config = {0};
-    const char *window = getenv("HTTP_REQ_WINDOW");
-    if (window) config.window = (uint32_t)strtoul(window, NULL, 10);
+    config.window = window_from_env();
     int rc = cumulo_run(&config, 0, setup, NULL);
     if (rc != CUMULO_OK) {
         fprintf(stderr, "http_req: %s\n", cumulo_strerror(rc));

@@ -45,13 +45,28 @@ cumulo::Response handle_get(cumulo::Api&, const cumulo::Request& request) {
     return {content_type, "<http_test><error>no value specified</error></http_test>"};
 }
 
+// HTTP_REQ_WINDOW: requests the core may deliver at once; unset or empty is
+// 1, anything but a positive integer (decimal digits, at most 2^32-1) stops
+// the process.
+std::uint32_t window_from_env() {
+    const char* w = std::getenv("HTTP_REQ_WINDOW");
+    if (!w || !*w) return 1;
+    std::string_view text(w);
+    std::uint32_t n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size() || n < 1 || text.front() < '0' || text.front() > '9') {
+        std::cerr << "http_req: HTTP_REQ_WINDOW='" << text << "' is not a positive integer\n";
+        std::exit(2);
+    }
+    return n;
+}
+
 }  // namespace
 
 int main() {
     try {
-        // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1).
         cumulo::Config config;
-        if (const char* w = std::getenv("HTTP_REQ_WINDOW"); w && *w) config.window = std::stoul(w);
+        config.window = window_from_env();
         cumulo::run([](cumulo::Api& api) { api.subscribe("cpp.xml/get", handle_get); }, 0, config);
     } catch (const std::exception& e) {
         std::cerr << "http_req: " << e.what() << "\n";

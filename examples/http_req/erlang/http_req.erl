@@ -10,16 +10,30 @@
 %% Run by `erl -s http_req main`: serves until TERMINATE, then halts (0).
 main() ->
     spawn(fun() ->
-        Window = case os:getenv("HTTP_REQ_WINDOW", "") of
-                     "" -> 1;
-                     W -> list_to_integer(W)
-                 end,
+        Window = window(os:getenv("HTTP_REQ_WINDOW", "")),
         Setup = fun(Api) -> ok = cumulo:subscribe(Api, "erlang.xml/get", fun(_, #{request := Body}) -> answer(Body) end) end,
         case cumulo:run(Setup, #{window => Window}) of
             ok -> halt(0);
             {error, Reasons} -> io:format(standard_error, "http_req: ~p~n", [Reasons]), halt(1)
         end
     end).
+
+%% HTTP_REQ_WINDOW: requests the core may deliver at once (default 1);
+%% anything but a positive integer stops the process.
+window("") -> 1;
+window(Text) ->
+    case re:run(Text, "\\A[0-9]+\\z", [{capture, none}]) of
+        match ->
+            case list_to_integer(Text) of
+                N when N >= 1, N =< 16#FFFFFFFF -> N;
+                _ -> bad_window(Text)
+            end;
+        nomatch -> bad_window(Text)
+    end.
+
+bad_window(Text) ->
+    io:format(standard_error, "http_req: HTTP_REQ_WINDOW='~ts' is not a positive integer~n", [Text]),
+    halt(2).
 
 %% {ResponseInfo, Response} for a request body.
 answer(Body) ->

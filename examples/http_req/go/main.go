@@ -8,7 +8,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log"
+	"math"
 	"os"
 	"strconv"
 
@@ -25,8 +27,9 @@ func main() {
 	}
 	window := 1
 	if w := os.Getenv("HTTP_REQ_WINDOW"); w != "" {
-		if window, err = strconv.Atoi(w); err != nil || window < 1 {
-			log.Fatalf("HTTP_REQ_WINDOW=%q is not a positive integer", w)
+		if window, err = strconv.Atoi(w); err != nil || window < 1 || window > math.MaxUint32 || w[0] == '+' {
+			fmt.Fprintf(os.Stderr, "http_req: HTTP_REQ_WINDOW='%s' is not a positive integer\n", w)
+			os.Exit(2)
 		}
 	}
 	err = cumulo.RunWith(cumulo.Options{Window: window}, func(api *cumulo.API) error {

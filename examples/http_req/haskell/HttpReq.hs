@@ -4,13 +4,16 @@
 -- integer "value" in the key/value request body, or an error element
 -- otherwise. Runs CUMULO_THREAD_COUNT instances, one per thread.
 -- HTTP_REQ_WINDOW: requests the core may deliver to each instance at once
--- (default 1).
+-- (default 1; anything but a positive integer stops the process).
 module Main (main) where
 
 import qualified Data.ByteString as B
 import qualified Data.ByteString.Char8 as BC
+import Data.Char (isDigit)
 import Data.Int (Int64)
+import Data.Word (Word32)
 import System.Environment (lookupEnv)
+import System.Exit (die)
 import Text.Read (readMaybe)
 
 import Cumulo
@@ -39,6 +42,15 @@ httpReq _ request = pure (contentType, body)
 
 main :: IO ()
 main = do
-  requested <- (>>= readMaybe) <$> lookupEnv "HTTP_REQ_WINDOW"
-  runWith defaultConfig {configWindow = maybe 1 (max 1) requested} $ \api ->
+  window <- either die pure . windowFrom =<< lookupEnv "HTTP_REQ_WINDOW"
+  runWith defaultConfig {configWindow = window} $ \api ->
     subscribe api "haskell.xml/get" httpReq
+
+-- | HTTP_REQ_WINDOW's value: unset or empty is 1; anything but a positive
+-- integer (ASCII digits, at most 2^32-1) is an error that stops the process.
+windowFrom :: Maybe String -> Either String Word32
+windowFrom Nothing = Right 1
+windowFrom (Just "") = Right 1
+windowFrom (Just w)
+  | all isDigit w, Just n <- (readMaybe w :: Maybe Integer), n >= 1, n <= toInteger (maxBound :: Word32) = Right (fromInteger n)
+  | otherwise = Left ("http_req: HTTP_REQ_WINDOW='" ++ w ++ "' is not a positive integer")

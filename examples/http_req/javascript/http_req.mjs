@@ -32,7 +32,13 @@ function answer(req) {
 
 // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
 // more, one Node process works on several while others wait on I/O.
-const window = Number(process.env.HTTP_REQ_WINDOW ?? 1);
+// Anything but a positive integer stops the process.
+const windowText = process.env.HTTP_REQ_WINDOW ?? '';
+const window = windowText === '' ? 1 : Number(windowText);
+if (!/^[0-9]+$/.test(windowText || '1') || window < 1 || window > 0xffffffff) {
+  console.error(`http_req: HTTP_REQ_WINDOW='${windowText}' is not a positive integer`);
+  process.exit(2);
+}
 await run(async (api) => {
   await api.subscribe('javascript.xml/get', answer);
 }, { window });

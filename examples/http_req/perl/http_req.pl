@@ -31,7 +31,14 @@ sub http_req_answer {
 
 # HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
 # more, one read brings several and their answers go out in one write.
+# Anything but a positive integer stops the process.
+my $window = $ENV{HTTP_REQ_WINDOW} // '';
+$window = 1 if $window eq '';
+if ($window !~ /\A[0-9]+\z/ || $window < 1 || $window > 4294967295) {
+    print STDERR "http_req: HTTP_REQ_WINDOW='$window' is not a positive integer\n";
+    exit 2;
+}
 Cumulo::run(sub {
     my ($api) = @_;
     $api->subscribe('perl.xml/get', sub { return ($RESPONSE_INFO, http_req_answer($_[0]->request)) });
-}, window => ($ENV{HTTP_REQ_WINDOW} || 1));
+}, window => $window + 0);

@@ -46,6 +46,15 @@ function http_req_answer(string $body): string
 
 // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
 // more, one read brings several, answered in turn without a round trip each.
+// Anything but a positive integer stops the process.
+$window = getenv('HTTP_REQ_WINDOW');
+if ($window === false || $window === '') {
+    $window = '1';
+}
+if (!preg_match('/\A[0-9]+\z/', $window) || (float) $window < 1 || (float) $window > 4294967295) {
+    fwrite(STDERR, "http_req: HTTP_REQ_WINDOW='$window' is not a positive integer\n");
+    exit(2);
+}
 Runner::run(function ($api) {
     $api->subscribe('php.xml/get', fn (Request $req) => [RESPONSE_INFO, http_req_answer($req->request)]);
-}, null, ['window' => max(1, (int) (getenv('HTTP_REQ_WINDOW') ?: 1))]);
+}, null, ['window' => (int) $window]);

@@ -52,8 +52,14 @@ def setup(api: cumulo.API) -> None:
 
 def window() -> int:
     """HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
-    more, one read brings several and their answers go out in one write."""
-    return int(os.environ.get("HTTP_REQ_WINDOW", "") or "1")
+    more, one read brings several and their answers go out in one write.
+    Anything but a positive integer stops the process."""
+    text = os.environ.get("HTTP_REQ_WINDOW", "")
+    if text == "":
+        return 1
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= 0xFFFFFFFF:
+        return int(text)
+    sys.exit(f"http_req: HTTP_REQ_WINDOW='{text}' is not a positive integer")
 
 
 if __name__ == "__main__":

@@ -25,8 +25,14 @@ end
 
 # HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
 # more, one read brings several, answered in turn without a round trip each.
+# Anything but a positive integer stops the process.
 def http_req_window
-  Integer(ENV.fetch("HTTP_REQ_WINDOW", "").then { |w| w.empty? ? "1" : w })
+  text = ENV.fetch("HTTP_REQ_WINDOW", "")
+  return 1 if text.empty?
+  return text.to_i if text.match?(/\A[0-9]+\z/) && text.to_i.between?(1, 0xffffffff)
+
+  warn "http_req: HTTP_REQ_WINDOW='#{text}' is not a positive integer"
+  exit 2
 end
 
 if $PROGRAM_NAME == __FILE__

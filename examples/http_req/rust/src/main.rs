@@ -21,10 +21,24 @@ fn answer(req: &Request<'_>) -> Vec<u8> {
     }
 }
 
+/// HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); a
+/// value that is not a positive integer stops the process.
+fn window() -> u32 {
+    let Ok(w) = std::env::var("HTTP_REQ_WINDOW") else { return 1 };
+    if w.is_empty() {
+        return 1;
+    }
+    match w.parse::<u32>() {
+        Ok(n) if n >= 1 && w.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => {
+            eprintln!("http_req: HTTP_REQ_WINDOW='{w}' is not a positive integer");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
-    // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1).
-    let window: u32 = std::env::var("HTTP_REQ_WINDOW").ok().and_then(|w| w.parse().ok()).unwrap_or(1);
-    let result = cumulo::run_with_window(window, |api: &mut Api| {
+    let result = cumulo::run_with_window(window(), |api: &mut Api| {
         api.subscribe("rust.xml/get", |_api, req| Ok(Answer::with_info(CONTENT_TYPE, answer(req))))
     });
     if let Err(e) = result {
