@@ -33,9 +33,9 @@ function answer(req) {
 // HTTP_REQ_WINDOW: requests the core may deliver at once (default 1); with
 // more, one Node process works on several while others wait on I/O.
 // Anything but a positive integer stops the process.
-const windowText = process.env.HTTP_REQ_WINDOW ?? '';
-const window = windowText === '' ? 1 : Number(windowText);
-if (!/^[0-9]+$/.test(windowText || '1') || window < 1 || window > 0xffffffff) {
+const windowText = process.env.HTTP_REQ_WINDOW || '1';
+const window = Number(windowText);
+if (!/^[0-9]+$/.test(windowText) || window < 1 || window > 0xffffffff) {
   console.error(`http_req: HTTP_REQ_WINDOW='${windowText}' is not a positive integer`);
   process.exit(2);
 }

@@ -20,14 +20,8 @@ final class Runner {
         this.setup = setup;
     }
 
-    static void run(Map<String, String> env, Setup setup) throws Exception {
-        run(env, 1, setup);
-    }
-
+    /** A window out of range fails every instance in {@link Options} before it connects, and is thrown. */
     static void run(Map<String, String> env, long window, Setup setup) throws Exception {
-        if (window < 1 || window > 0xffffffffL) {
-            throw new IllegalArgumentException("window " + window + " is out of range (1 to 2^32-1)");
-        }
         new Runner(env, window, setup).runAll(threadCount(env));
     }
 

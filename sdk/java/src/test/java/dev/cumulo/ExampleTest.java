@@ -74,78 +74,21 @@ class ExampleTest {
                 "/tests/http_req/java.xml/get", "/tests/http_req/java.xml/get", new byte[0], body);
     }
 
-    @Test
-    void answersAsTheGuideSaysOnEveryThread() throws Exception {
-        Path log = Files.createTempFile("cumulo-http-req", ".log");
-        try (FakeCore core = FakeCore.unix()) {
-            Process process = example(core, log, 2, null).start();
-            try {
-                List<Peer> peers = new ArrayList<>();
-                for (int i = 0; i < 2; i++) {
-                    Peer peer = core.accept();
-                    peers.add(peer);
-                    Frame.Hello hello = peer.read(Frame.Hello.class);
-                    assertEquals("t0k", hello.token());
-                    assertEquals(1, hello.window(), "without HTTP_REQ_WINDOW the example asks for window 1");
-                    peer.write(Peer.welcome(1 << 20, "/tests/http_req/"));
-                    peer.replyTo(FrameType.SUBSCRIBE, "java.xml/get", 0);
-                }
-                long n = 0;
-                for (Map.Entry<byte[], String> c : cases().entrySet()) {
-                    for (Peer peer : peers) {
-                        Frame.Request request = request(++n, c.getKey());
-                        peer.write(request);
-                        Frame.Return answer = peer.read(Frame.Return.class);
-                        assertEquals(request.transId(), answer.transId());
-                        assertEquals(0, answer.status());
-                        assertArrayEquals(Info.encode("content-type", "text/xml; charset=utf-8"), answer.responseInfo());
-                        assertEquals(c.getValue(), new String(answer.response(), UTF_8),
-                                "for body " + new String(c.getKey(), UTF_8).replace('\0', '|'));
-                    }
-                }
-                for (Peer peer : peers) {
-                    peer.write(new Frame.Terminate(2000));
-                }
-                for (Peer peer : peers) {
-                    peer.read(Frame.Goodbye.class);
-                    peer.close();
-                }
-                assertTrue(process.waitFor(20, TimeUnit.SECONDS), "the example exits after TERMINATE");
-                assertEquals(0, process.exitValue(), Files.readString(log));
-            } catch (Throwable t) {
-                t.addSuppressed(new AssertionError("example output:\n" + Files.readString(log)));
-                throw t;
-            } finally {
-                process.destroyForcibly();
-                Files.deleteIfExists(log);
-            }
-        }
+    /** What a test does with the running example, through the fake core it connects to. */
+    private interface Session {
+        void run(FakeCore core) throws Exception;
     }
 
-    @Test
-    void takesAWindowAndAnswersPipelinedRequestsInOrder() throws Exception {
+    /**
+     * Runs the example against a fake core, hands the core to {@code session}, then expects the
+     * example to have exited 0 (the session ends by terminating it); a failure carries its output.
+     */
+    private static void withExample(int threads, String window, Session session) throws Exception {
         Path log = Files.createTempFile("cumulo-http-req", ".log");
         try (FakeCore core = FakeCore.unix()) {
-            Process process = example(core, log, 1, "16").start();
-            try (Peer peer = core.accept()) {
-                assertEquals(16, peer.read(Frame.Hello.class).window(), "HTTP_REQ_WINDOW=16 is the HELLO's window");
-                peer.write(Peer.welcome(1 << 20, "/tests/http_req/"));
-                peer.replyTo(FrameType.SUBSCRIBE, "java.xml/get", 0);
-                // Every case at once, as a core granting window 16 may deliver them: answered in order.
-                List<Frame> sent = new ArrayList<>();
-                List<String> expected = new ArrayList<>();
-                for (Map.Entry<byte[], String> c : cases().entrySet()) {
-                    sent.add(request(sent.size() + 1, c.getKey()));
-                    expected.add(c.getValue());
-                }
-                peer.write(sent.toArray(new Frame[0]));
-                for (int i = 0; i < sent.size(); i++) {
-                    Frame.Return answer = peer.read(Frame.Return.class);
-                    assertEquals(((Frame.Request) sent.get(i)).transId(), answer.transId(), "answer " + i + " in order");
-                    assertEquals(expected.get(i), new String(answer.response(), UTF_8));
-                }
-                peer.write(new Frame.Terminate(2000));
-                peer.read(Frame.Goodbye.class);
+            Process process = example(core, log, threads, window).start();
+            try {
+                session.run(core);
                 assertTrue(process.waitFor(20, TimeUnit.SECONDS), "the example exits after TERMINATE");
                 assertEquals(0, process.exitValue(), Files.readString(log));
             } catch (Throwable t) {
@@ -157,6 +100,68 @@ class ExampleTest {
         } finally {
             Files.deleteIfExists(log);
         }
+    }
+
+    @Test
+    void answersAsTheGuideSaysOnEveryThread() throws Exception {
+        withExample(2, null, core -> {
+            List<Peer> peers = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                Peer peer = core.accept();
+                peers.add(peer);
+                Frame.Hello hello = peer.read(Frame.Hello.class);
+                assertEquals("t0k", hello.token());
+                assertEquals(1, hello.window(), "without HTTP_REQ_WINDOW the example asks for window 1");
+                peer.write(Peer.welcome(1 << 20, "/tests/http_req/"));
+                peer.replyTo(FrameType.SUBSCRIBE, "java.xml/get", 0);
+            }
+            long n = 0;
+            for (Map.Entry<byte[], String> c : cases().entrySet()) {
+                for (Peer peer : peers) {
+                    Frame.Request request = request(++n, c.getKey());
+                    peer.write(request);
+                    Frame.Return answer = peer.read(Frame.Return.class);
+                    assertEquals(request.transId(), answer.transId());
+                    assertEquals(0, answer.status());
+                    assertArrayEquals(Info.encode("content-type", "text/xml; charset=utf-8"), answer.responseInfo());
+                    assertEquals(c.getValue(), new String(answer.response(), UTF_8),
+                            "for body " + new String(c.getKey(), UTF_8).replace('\0', '|'));
+                }
+            }
+            for (Peer peer : peers) {
+                peer.write(new Frame.Terminate(2000));
+            }
+            for (Peer peer : peers) {
+                peer.read(Frame.Goodbye.class);
+                peer.close();
+            }
+        });
+    }
+
+    @Test
+    void takesAWindowAndAnswersPipelinedRequestsInOrder() throws Exception {
+        withExample(1, "16", core -> {
+            try (Peer peer = core.accept()) {
+                assertEquals(16, peer.read(Frame.Hello.class).window(), "HTTP_REQ_WINDOW=16 is the HELLO's window");
+                peer.write(Peer.welcome(1 << 20, "/tests/http_req/"));
+                peer.replyTo(FrameType.SUBSCRIBE, "java.xml/get", 0);
+                // Every case at once, as a core granting window 16 may deliver them: answered in order.
+                List<Frame.Request> sent = new ArrayList<>();
+                List<String> expected = new ArrayList<>();
+                for (Map.Entry<byte[], String> c : cases().entrySet()) {
+                    sent.add(request(sent.size() + 1, c.getKey()));
+                    expected.add(c.getValue());
+                }
+                peer.write(sent.toArray(new Frame[0]));
+                for (int i = 0; i < sent.size(); i++) {
+                    Frame.Return answer = peer.read(Frame.Return.class);
+                    assertEquals(sent.get(i).transId(), answer.transId(), "answer " + i + " in order");
+                    assertEquals(expected.get(i), new String(answer.response(), UTF_8));
+                }
+                peer.write(new Frame.Terminate(2000));
+                peer.read(Frame.Goodbye.class);
+            }
+        });
     }
 
     @Test

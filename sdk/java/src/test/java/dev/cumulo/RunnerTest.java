@@ -15,6 +15,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -29,26 +31,36 @@ class RunnerTest {
 
     @Test
     void runsOneSubscribedInstancePerThreadUntilTerminate() throws Exception {
+        servesEveryThreadUntilTerminate(3, 1);
+    }
+
+    @Test
+    void everyInstanceAsksForTheWindowGiven() throws Exception {
+        servesEveryThreadUntilTerminate(2, 16);
+    }
+
+    /** Runner.run with {@code threads} instances asking for {@code window}, each one subscribed, then terminated. */
+    private static void servesEveryThreadUntilTerminate(int threads, long window) throws Exception {
         ExecutorService executor = Executors.newSingleThreadExecutor();
         try (FakeCore core = FakeCore.unix()) {
             Future<?> run = executor.submit(() -> {
-                Runner.run(env(core, 3), api -> api.subscribe("t" + api.threadIndex(), (a, r) -> null));
+                Runner.run(env(core, threads), window, api -> api.subscribe("t" + api.threadIndex(), (a, r) -> null));
                 return null;
             });
             List<Peer> peers = new ArrayList<>();
             Set<Long> threadIndexes = new TreeSet<>();
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < threads; i++) {
                 Peer peer = core.accept();
                 peers.add(peer);
                 Frame.Hello hello = peer.read(Frame.Hello.class);
                 assertEquals("tok", hello.token());
                 assertEquals("", hello.prefix(), "a managed instance names no prefix");
+                assertEquals(window, hello.window(), "each instance's HELLO carries the window");
                 threadIndexes.add(hello.threadIndex());
-                assertEquals(1, hello.window(), "Api.run(setup) asks for window 1");
                 peer.write(Peer.welcome(1 << 20, "/svc/"));
                 peer.replyTo(FrameType.SUBSCRIBE, "t" + hello.threadIndex(), 0);
             }
-            assertEquals(Set.of(0L, 1L, 2L), threadIndexes);
+            assertEquals(LongStream.range(0, threads).boxed().collect(Collectors.toSet()), threadIndexes);
             for (Peer peer : peers) {
                 peer.write(new Frame.Terminate(1000));
             }
@@ -68,7 +80,7 @@ class RunnerTest {
         ExecutorService executor = Executors.newSingleThreadExecutor();
         try (FakeCore core = FakeCore.unix()) {
             Future<?> run = executor.submit(() -> {
-                Runner.run(env(core, 2), api -> {
+                Runner.run(env(core, 2), 1, api -> {
                     if (api.threadIndex() == 1) {
                         throw new IllegalStateException("setup failed");
                     }
@@ -95,39 +107,14 @@ class RunnerTest {
     }
 
     @Test
-    void everyInstanceAsksForTheWindowGiven() throws Exception {
-        ExecutorService executor = Executors.newSingleThreadExecutor();
-        try (FakeCore core = FakeCore.unix()) {
-            Future<?> run = executor.submit(() -> {
-                Runner.run(env(core, 2), 16, api -> api.subscribe("w", (a, r) -> null));
-                return null;
-            });
-            List<Peer> peers = new ArrayList<>();
-            for (int i = 0; i < 2; i++) {
-                Peer peer = core.accept();
-                peers.add(peer);
-                assertEquals(16, peer.read(Frame.Hello.class).window(), "each instance's HELLO carries the window");
-                peer.write(Peer.welcome(1 << 20, "/svc/"));
-                peer.replyTo(FrameType.SUBSCRIBE, "w", 0);
-            }
-            for (Peer peer : peers) {
-                peer.write(new Frame.Terminate(1000));
-            }
-            run.get(10, TimeUnit.SECONDS);
-            for (Peer peer : peers) {
-                peer.read(Frame.Goodbye.class);
-                peer.close();
-            }
-        } finally {
-            executor.shutdownNow();
-        }
-    }
-
-    @Test
     void windowOutOfRangeIsRefused() {
-        Map<String, String> env = Map.of("CUMULO_SOCKET", "/nonexistent", "CUMULO_THREAD_COUNT", "1");
-        assertThrows(IllegalArgumentException.class, () -> Runner.run(env, 0, api -> { }));
-        assertThrows(IllegalArgumentException.class, () -> Runner.run(env, 1L << 32, api -> { }));
+        Map<String, String> env = Map.of("CUMULO_SOCKET", "/nonexistent", "CUMULO_TOKEN", "tok",
+                "CUMULO_THREAD_COUNT", "1");
+        for (long window : new long[] {0, 1L << 32}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> Runner.run(env, window, api -> { }));
+            assertEquals("window " + window + " is out of range", e.getMessage());
+        }
     }
 
     @Test
