@@ -1,7 +1,7 @@
 """A service whose capacity is known by construction, for the load
 generator's search tests. It subscribes ``paced/get``; each instance (one per
-thread, ``count_thread``, window 1) takes PACED_MS (default 2) per request, so
-4 instances answer 4 * 1000 / 2 = 2000 requests per second, however fast the
+thread, ``count_thread``, window 1) takes PACED_MS (default 4) per request, so
+4 instances answer 4 * 1000 / 4 = 1000 requests per second, however fast the
 machine is (as long as it spends well under 1 ms per request).
 
 Each instance keeps its own clock of when it is free again rather than
@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "sdk", "python", "src"))
 import cumulo  # noqa: E402
 
-PACED = int(os.environ.get("PACED_MS", "2")) / 1000.0
+PACED = int(os.environ.get("PACED_MS", "4")) / 1000.0
 SLOWER_AFTER = float(os.environ.get("PACED_SLOWER_AFTER_S", "inf"))
 STALL_AT = float(os.environ.get("PACED_STALL_AT_S", "inf"))
 STALL = int(os.environ.get("PACED_STALL_MS", "500")) / 1000.0
