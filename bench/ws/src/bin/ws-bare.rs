@@ -42,7 +42,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         tcp.set_nodelay(true)?;
         let ticks = ticks.as_ref().map(|tx| tx.subscribe());
         tokio::spawn(async move {
-            let Ok(ws) = tokio_tungstenite::accept_async(tcp).await else { return };
+            let Ok(ws) = tokio_tungstenite::accept_async_with_config(tcp, Some(ws_bench::config())).await else {
+                return;
+            };
             match ticks {
                 Some(rx) => fan_out(ws, rx).await,
                 None => echo(ws).await,

@@ -98,7 +98,7 @@ async fn open<T>(url: &str, n: usize, mut each: impl FnMut(Ws) -> T) -> anyhow::
     let started = Instant::now();
     let mut opened = Vec::with_capacity(n);
     let mut connecting = stream::iter(0..n)
-        .map(|_| tokio_tungstenite::connect_async_with_config(url, None, true))
+        .map(|_| tokio_tungstenite::connect_async_with_config(url, Some(ws_bench::config()), true))
         .buffer_unordered(OPENING);
     while let Some(result) = connecting.next().await {
         let (ws, _) = result.with_context(|| format!("opening connection {} of {n} to {url}", opened.len() + 1))?;
