@@ -6,6 +6,7 @@ DevTools protocol with the `websockets` client."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from conftest import ROOT, Core, free_port
 
@@ -29,8 +30,8 @@ CHAT = ROOT / "examples" / "chat"
 class Page:
     """One browser tab, over its DevTools WebSocket."""
 
-    def __init__(self, ws_url: str) -> None:
-        self.ws = connect(ws_url, max_size=None)
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
         self.ids = itertools.count(1)
 
     def call(self, method: str, **params: Any) -> dict:
@@ -87,10 +88,12 @@ def browser(tmp_path: Path) -> Iterator[int]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def new_page(devtools: int, url: str) -> Page:
+@contextlib.contextmanager
+def new_page(devtools: int, url: str) -> Iterator[Page]:
     req = urllib.request.Request("http://127.0.0.1:%d/json/new?%s" % (devtools, url), method="PUT")
     target = json.loads(urllib.request.urlopen(req, timeout=10).read())
-    return Page(target["webSocketDebuggerUrl"])
+    with connect(target["webSocketDebuggerUrl"], max_size=None) as ws:
+        yield Page(ws)
 
 
 def test_two_browsers_chat_through_the_gateway(built: None, browser: int, tmp_path: Path) -> None:
@@ -104,26 +107,25 @@ def test_two_browsers_chat_through_the_gateway(built: None, browser: int, tmp_pa
     try:
         core.wait_served(port, ["/chat/index.html"])
         base = "http://127.0.0.1:%d/chat/index.html?room=tea" % port
-        ann = new_page(browser, base + "%26user=ann")
-        bob = new_page(browser, base + "%26user=bob")
-        for p in (ann, bob):
-            p.call("Runtime.enable")
-            p.wait_for("document.getElementById('state').textContent === 'connected'", "connected")
-        # the service's tick reaches both pages
-        bob.wait_for("document.getElementById('tick').textContent.startsWith('20')", "a tick")
-        before = bob.screenshot(tmp_path / "bob-before.png")
-        ann.eval("document.getElementById('text').value = 'hello from ann';"
-                 "document.getElementById('say').requestSubmit(); true")
-        shown = bob.wait_for(
-            "document.getElementById('log').textContent.includes('ann: hello from ann') && "
-            "document.getElementById('log').textContent", "ann's message")
-        assert "ann: hello from ann" in shown
-        after = bob.screenshot(tmp_path / "bob-after.png")
-        assert after[:8] == b"\x89PNG\r\n\x1a\n" and len(after) > 5000
-        assert after != before, "the screenshot did not change when the message arrived"
-        print("screenshots:", tmp_path / "bob-before.png", tmp_path / "bob-after.png")
-        # a page that goes away is announced to the room
-        ann.call("Page.close")
-        bob.wait_for("document.getElementById('log').textContent.includes('ann left')", "ann leaving")
+        with new_page(browser, base + "%26user=ann") as ann, new_page(browser, base + "%26user=bob") as bob:
+            for p in (ann, bob):
+                p.call("Runtime.enable")
+                p.wait_for("document.getElementById('state').textContent === 'connected'", "connected")
+            # the service's tick reaches both pages
+            bob.wait_for("document.getElementById('tick').textContent.startsWith('20')", "a tick")
+            before = bob.screenshot(tmp_path / "bob-before.png")
+            ann.eval("document.getElementById('text').value = 'hello from ann';"
+                     "document.getElementById('say').requestSubmit(); true")
+            shown = bob.wait_for(
+                "document.getElementById('log').textContent.includes('ann: hello from ann') && "
+                "document.getElementById('log').textContent", "ann's message")
+            assert "ann: hello from ann" in shown
+            after = bob.screenshot(tmp_path / "bob-after.png")
+            assert after[:8] == b"\x89PNG\r\n\x1a\n" and len(after) > 5000
+            assert after != before, "the screenshot did not change when the message arrived"
+            print("screenshots:", tmp_path / "bob-before.png", tmp_path / "bob-after.png")
+            # a page that goes away is announced to the room
+            ann.call("Page.close")
+            bob.wait_for("document.getElementById('log').textContent.includes('ann left')", "ann leaving")
     finally:
         core.stop()
