@@ -122,10 +122,11 @@ fn paced_service_script() -> String {
 /// (threads, window 1 each), 4 ms per request each. Kept low so that the
 /// machine's CPU is never the limit: on a 2-core machine with both cores
 /// contended (the paced Python service, the core, the load generator and
-/// whatever else runs), 2,000/s left the service short of its own capacity. The sender's requests
-/// go to the least busy instance, so the 4 act as one queue: sent at
-/// random, each instance would have its own queue, and a paced load would
-/// wait on the unlucky one well before the 4 are full.
+/// whatever else runs), 2,000/s left the service short of its own
+/// capacity. The sender's requests go to the least busy instance, so the 4
+/// act as one queue: sent at random, each instance would have its own
+/// queue, and a paced load would wait on the unlucky one well before the 4
+/// are full.
 const PACED_CAPACITY: f64 = 1000.0;
 
 /// Runs `cumulo bench request` against the paced service with `env`
