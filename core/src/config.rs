@@ -44,6 +44,13 @@ pub const DEFAULT_MAX_SUBSCRIPTIONS: u32 = 1024;
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.
 pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
+/// Queue limit of a pseudo-instance (another shard, another node), requests.
+/// It stands for every instance there, so one multicast queues a copy per
+/// instance there at once (a copy per WebSocket connection of a shard:
+/// 5,000 for half of 10,000 connections); with the default, 1024, most
+/// copies of such a multicast failed with QUEUE_FULL. Its bytes stay bounded
+/// by `queue_size` and `core.max_queued_bytes`.
+pub const PSEUDO_QUEUE_LIMIT: u32 = 1 << 20;
 /// Largest window an instance may be granted: bounds the memory one instance
 /// can pin in the core.
 pub const MAX_WINDOW: u32 = 1024;

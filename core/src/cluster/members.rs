@@ -155,6 +155,7 @@ impl Membership {
             let options = Rc::new(ServiceOptions {
                 dest_refresh: DestRefresh::ImmediateLocal,
                 max_window: MAX_WINDOW,
+                queue_limit: crate::config::PSEUDO_QUEUE_LIMIT,
                 ..ServiceOptions::default()
             });
             let metrics = Rc::new(ServiceMetrics::default());

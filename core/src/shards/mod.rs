@@ -134,15 +134,25 @@ pub struct Ends {
     pub peers: Vec<mpsc::Sender<Envelope>>,
     /// The round-robin cursors every shard shares.
     pub turns: turns::Turns,
+    /// The WebSocket connections of every shard (one table: a path's
+    /// `max_connections` and the admin listing span the shards).
+    pub websockets: Arc<crate::internal::WebSocketTable>,
 }
 
 /// The channels between `count` shards, one `Ends` per shard.
 pub fn channels(count: u32) -> Vec<Ends> {
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..count).map(|_| mpsc::channel(INBOX_MESSAGES)).unzip();
     let turns = turns::Turns::default();
+    let websockets = Arc::new(crate::internal::WebSocketTable::new(count));
     rxs.into_iter()
         .enumerate()
-        .map(|(i, inbox)| Ends { index: i as u32, inbox, peers: txs.clone(), turns: turns.clone() })
+        .map(|(i, inbox)| Ends {
+            index: i as u32,
+            inbox,
+            peers: txs.clone(),
+            turns: turns.clone(),
+            websockets: websockets.clone(),
+        })
         .collect()
 }
 
@@ -201,7 +211,7 @@ impl Links {
 /// frames and subscriptions between them. Call on the shard's thread,
 /// inside its `LocalSet`, before anything else is admitted.
 pub fn attach(core: &Shared, ends: Ends) -> Links {
-    let Ends { index, inbox, peers, turns } = ends;
+    let Ends { index, inbox, peers, turns, websockets } = ends;
     let count = peers.len() as u32;
     let mut pseudo = vec![0; peers.len()];
     {
@@ -209,6 +219,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
         c.set_shard(ShardIndex { index, count });
         c.registry.journal.on = true;
         c.turns = Some(turns);
+        c.websockets = websockets;
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == index {
                 continue;
@@ -218,6 +229,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             let options = Rc::new(ServiceOptions {
                 dest_refresh: DestRefresh::ImmediateClosest,
                 max_window: MAX_WINDOW,
+                queue_limit: crate::config::PSEUDO_QUEUE_LIMIT,
                 ..ServiceOptions::default()
             });
             let outbox = Outbox::new(c.limits.max_outbox);
