@@ -171,7 +171,7 @@ impl WebSockets {
                 return refuse(StatusCode::BAD_REQUEST, format!("bad request: cannot subscribe '{n}': {why}\n"));
             }
         }
-        let at = table::Place { url: url_path.clone(), name: name.clone(), remote: &**remote, shard };
+        let at = table::Place { url: url_path.clone(), name: name.clone(), remote, shard };
         let Some(entry) = table.open(&cfg.path, cfg.max_connections, at) else {
             return full(); // its instance and names go with `api`
         };
