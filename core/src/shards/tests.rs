@@ -216,6 +216,59 @@ fn mcast_reaches_every_instance_on_both_shards_and_every_answer_comes_back() {
     });
 }
 
+/// A multicast to more instances of another shard than a queue holds by
+/// default (`queue_limit`, 1024) plus the pseudo-instance's window (1024):
+/// every instance there gets its copy, none fails QUEUE_FULL (as one tick to
+/// 5,000 WebSocket connections of the other shard did).
+#[test]
+fn mcast_to_thousands_of_instances_of_another_shard_reaches_every_one() {
+    const SERVERS: usize = 3000;
+    crate::fuzzing::run(async {
+        let mut ends = channels(2);
+        let (e1, e0) = (ends.pop().unwrap(), ends.pop().unwrap());
+        let limits = crate::state::Limits {
+            max_connections: SERVERS as u32 + 16,
+            max_queued_bytes: 64 << 20,
+            max_sender_queued_bytes: 64 << 20,
+            ..small_limits()
+        };
+        let new = || Rc::new(RefCell::new(Core::new(limits.clone(), ServiceOptions::default())));
+        let (a, b) = (new(), new());
+        attach(&a, e0);
+        attach(&b, e1);
+        tokio::task::spawn_local(crate::daemon::timer_loop(a.clone()));
+        tokio::task::spawn_local(crate::daemon::timer_loop(b.clone()));
+        let servers: Vec<Client> = (0..SERVERS).map(|_| Client::connect(&b, "/s/", 4)).collect();
+        for s in &servers {
+            s.subscribe("m");
+        }
+        settle().await;
+        let client = Client::connect(&a, "/c/", 4);
+        client.mcast("/s/m");
+        let mut copies = vec![0; SERVERS];
+        // The window lets 1024 copies over at a time; answers make room.
+        for _ in 0..10 {
+            settle().await;
+            for (i, s) in servers.iter().enumerate() {
+                for r in s.requests() {
+                    copies[i] += 1;
+                    s.ret(r.trans_id, b"ok");
+                }
+            }
+        }
+        settle().await;
+        assert!(copies.iter().all(|&n| n == 1), "copies per instance: {:?}", {
+            let mut c = copies.clone();
+            c.sort();
+            c.dedup();
+            c
+        });
+        let resp = client.responses();
+        assert_eq!(resp.len(), SERVERS);
+        assert!(resp.iter().all(|r| r.status == 0 && r.body == b"ok"), "every copy answered OK");
+    });
+}
+
 #[test]
 fn mcast_gives_an_instance_of_another_shard_matching_by_two_patterns_one_copy() {
     crate::fuzzing::run(async {
