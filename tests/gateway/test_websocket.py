@@ -80,6 +80,7 @@ def ws(built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ws]:
     config = f"""
 [core]
 socket = "{work}/cumulo.sock"
+threads = {THREADS}
 [admin]
 port = {admin}
 
