@@ -46,9 +46,9 @@ pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
 /// Queue limit of a pseudo-instance (another shard, another node), requests.
 /// It stands for every instance there, so one multicast queues a copy per
-/// instance there at once (a copy per WebSocket connection of a shard:
-/// 5,000 for half of 10,000 connections); with the default, 1024, most
-/// copies of such a multicast failed with QUEUE_FULL. Its bytes stay bounded
+/// instance there at once (a copy per WebSocket connection of another
+/// node, or per instance of another shard); with the default, 1024, the
+/// copies past its window and 1024 queued failed with QUEUE_FULL. Its bytes stay bounded
 /// by `queue_size` and `core.max_queued_bytes`.
 pub const PSEUDO_QUEUE_LIMIT: u32 = 1 << 20;
 /// Largest window an instance may be granted: bounds the memory one instance

@@ -134,7 +134,7 @@ pub struct Core {
     /// When the previous keep-alive round ran.
     last_keepalive: Instant,
     /// Open WebSocket connections of the HTTP gateways (admin API, metrics).
-    pub websockets: std::sync::Arc<crate::internal::WebSocketTable>,
+    pub websockets: Rc<crate::internal::WebSocketTable>,
     /// This shard's index and the number of shards (`core.threads`):
     /// instance ids are given in steps of `count` from `index + 1`, so that
     /// ids (and the trans_ids stamped with them) never meet across shards.
@@ -206,7 +206,7 @@ impl Core {
             limit_refusals: Throttle::default(),
             handshake_refusals: Throttle::default(),
             last_keepalive: Instant::now(),
-            websockets: std::sync::Arc::new(crate::internal::WebSocketTable::new(1)),
+            websockets: Rc::default(),
             shard: ShardIndex::ALONE,
             pseudo_instances: 0,
             handoff: Default::default(),

@@ -25,7 +25,6 @@ from gateway_client import request
 
 WSPROBE = Path(__file__).resolve().parent / "services" / "wsprobe.py"
 LIMIT = 64 * 1024  # max_message, max_frame and max_pending of /live/
-SPREAD = 20  # max_connections of /spread/, on the second gateway
 
 
 def probe(prefix: str, count: int = 1) -> str:
@@ -42,11 +41,11 @@ env = {{ PYTHONUNBUFFERED = "1", CUMULO_PURE_PYTHON = "1" }}
 
 
 class Ws:
-    def __init__(self, core: Core, port: int, admin: int, port2: int) -> None:
-        self.core, self.port, self.admin, self.port2 = core, port, admin, port2
+    def __init__(self, core: Core, port: int, admin: int) -> None:
+        self.core, self.port, self.admin = core, port, admin
 
-    def url(self, path: str, port: int | None = None) -> str:
-        return "ws://127.0.0.1:%d%s" % (port or self.port, path)
+    def url(self, path: str) -> str:
+        return "ws://127.0.0.1:%d%s" % (self.port, path)
 
     def get(self, path: str):
         r = request(self.port, "GET", path)
@@ -76,7 +75,7 @@ class Ws:
 @pytest.fixture(scope="module")
 def ws(built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ws]:
     work = tmp_path_factory.mktemp("websocket")
-    port, admin, port2 = free_port(), free_port(), free_port()
+    port, admin = free_port(), free_port()
     config = f"""
 [core]
 socket = "{work}/cumulo.sock"
@@ -122,19 +121,6 @@ path = "/idle/"
 idle_timeout_ms = 500
 ping_ms = 0
 
-# A second gateway, without `unique` paths: on every thread of the core.
-[[service]]
-prefix = "/spreading/"
-internal = "http"
-[service.settings]
-port = {port2}
-timeout_ms = 3000
-
-[[service.settings.websocket]]
-path = "/spread/"
-request_name = "/echo/in"
-max_connections = {SPREAD}
-
 [[service]]
 prefix = "/echo/"
 internal = "echo"
@@ -145,8 +131,7 @@ internal = "echo"
     try:
         core.wait_served(port, ["/echo/ready", "/wsprobe/events"])
         core.wait_served(port, ["/wscall/events"])
-        core.wait_served(port2, ["/echo/ready"])
-        yield Ws(core, port, admin, port2)
+        yield Ws(core, port, admin)
     finally:
         core.stop()
 
@@ -381,55 +366,6 @@ def test_too_many_connections_are_refused_and_unique_replaces(ws: Ws) -> None:
         assert await asyncio.wait_for(a2.recv(), 5) == "to the newest"
         await a2.close()
         await b.close()
-
-    run(go())
-
-
-def test_a_gateway_on_every_thread_shares_one_limit_one_listing_and_its_names(ws: Ws) -> None:
-    """A gateway without `unique` paths runs on every thread of the core:
-    the kernel spreads its connections over them, and still a path's
-    max_connections, the connection ids and the admin listing are one, one
-    mcast reaches every connection, and the admin API closes a connection
-    on any thread."""
-
-    def spread_listing() -> list:
-        status, body = ws.admin_call("GET", "/v1/websockets")
-        assert status == 200, body
-        return next((p["connections"] for p in body["paths"] if p["path"] == "/spread/"), [])
-
-    async def go():
-        conns = [await websockets.connect(ws.url("/spread/room", ws.port2)) for _ in range(SPREAD)]
-        try:
-            with pytest.raises(InvalidStatus) as e:
-                await websockets.connect(ws.url("/spread/room", ws.port2))
-            assert e.value.response.status_code == 503
-            listed = await asyncio.to_thread(spread_listing)
-            assert len(listed) == SPREAD and len({c["id"] for c in listed}) == SPREAD, listed
-            # 20 connections all on one of two threads: 1 in 500,000.
-            threads = sorted({c["thread"] for c in listed})
-            assert threads == list(range(THREADS)), threads
-            got = await asyncio.to_thread(ws.mcast, "/spread/room/websocket", "to all")
-            assert got == {"copies": SPREAD, "ok": SPREAD}
-            for c in conns:
-                assert await asyncio.wait_for(c.recv(), 5) == "to all"
-            # One closed through the admin API on each thread makes room.
-            for t in threads:
-                victim = next(c for c in listed if c["thread"] == t)
-                status, _ = await asyncio.to_thread(ws.admin_call, "DELETE", "/v1/websockets/%d" % victim["id"])
-                assert status == 202
-            deadline = time.monotonic() + 5
-            while len(await asyncio.to_thread(spread_listing)) > SPREAD - len(threads):
-                assert time.monotonic() < deadline, "the closed connections are still listed"
-                await asyncio.sleep(0.05)
-            conns += [await websockets.connect(ws.url("/spread/room", ws.port2)) for _ in threads]
-            while len([c for c in conns if c.close_code is not None]) < len(threads):
-                assert time.monotonic() < deadline, "the clients did not see their close"
-                await asyncio.sleep(0.05)
-            closed = [c.close_code for c in conns if c.close_code is not None]
-            assert closed == [1000] * len(threads), closed
-        finally:
-            for c in conns:
-                await c.close()
 
     run(go())
 

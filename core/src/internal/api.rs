@@ -79,13 +79,8 @@ impl InternalApi {
     }
 
     /// The core's table of open WebSocket connections.
-    pub fn websocket_table(&self) -> std::sync::Arc<crate::internal::WebSocketTable> {
+    pub fn websocket_table(&self) -> Rc<crate::internal::WebSocketTable> {
         self.core.borrow().websockets.clone()
-    }
-
-    /// The shard this instance runs on (0 with one thread).
-    pub fn shard_index(&self) -> u32 {
-        self.core.borrow().shard.index
     }
 
     pub fn instance_id(&self) -> InstanceId {

@@ -134,25 +134,15 @@ pub struct Ends {
     pub peers: Vec<mpsc::Sender<Envelope>>,
     /// The round-robin cursors every shard shares.
     pub turns: turns::Turns,
-    /// The WebSocket connections of every shard (one table: a path's
-    /// `max_connections` and the admin listing span the shards).
-    pub websockets: Arc<crate::internal::WebSocketTable>,
 }
 
 /// The channels between `count` shards, one `Ends` per shard.
 pub fn channels(count: u32) -> Vec<Ends> {
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..count).map(|_| mpsc::channel(INBOX_MESSAGES)).unzip();
     let turns = turns::Turns::default();
-    let websockets = Arc::new(crate::internal::WebSocketTable::new(count));
     rxs.into_iter()
         .enumerate()
-        .map(|(i, inbox)| Ends {
-            index: i as u32,
-            inbox,
-            peers: txs.clone(),
-            turns: turns.clone(),
-            websockets: websockets.clone(),
-        })
+        .map(|(i, inbox)| Ends { index: i as u32, inbox, peers: txs.clone(), turns: turns.clone() })
         .collect()
 }
 
@@ -211,7 +201,7 @@ impl Links {
 /// frames and subscriptions between them. Call on the shard's thread,
 /// inside its `LocalSet`, before anything else is admitted.
 pub fn attach(core: &Shared, ends: Ends) -> Links {
-    let Ends { index, inbox, peers, turns, websockets } = ends;
+    let Ends { index, inbox, peers, turns } = ends;
     let count = peers.len() as u32;
     let mut pseudo = vec![0; peers.len()];
     {
@@ -219,7 +209,6 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
         c.set_shard(ShardIndex { index, count });
         c.registry.journal.on = true;
         c.turns = Some(turns);
-        c.websockets = websockets;
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == index {
                 continue;

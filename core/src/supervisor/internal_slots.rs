@@ -52,13 +52,11 @@ impl Supervisor {
             }
             *slot.internal_ids.borrow_mut() = ids.clone();
             // An HTTP gateway runs on every shard: the others start (or
-            // restart) their instances of this slot as this one did. Its
-            // WebSocket connections share one table across the shards
-            // (limits, ids, admin listing); one with a `unique` WebSocket
-            // path stays on this shard, where a newer connection can take
-            // the name from an older one at once.
-            let unique = crate::internal::http_websocket::has_unique_path(&cfg.settings);
-            let shards = self.shards.get().filter(|_| name == "http" && !unique);
+            // restart) their instances of this slot as this one did. One
+            // with WebSocket paths stays on this shard, where its sessions'
+            // limits, unique names and admin listing are one table.
+            let websockets = cfg.settings.contains_key("websocket");
+            let shards = self.shards.get().filter(|_| name == "http" && !websockets);
             if let Some(links) = shards {
                 let options = svc.options.borrow().as_ref().clone();
                 let spec = || {

@@ -3,16 +3,14 @@
 //! text or binary message back; with `--tick-ms`, it also sends every
 //! connection a tick (sequence number, send time) at that interval, the
 //! bare form of the gateway's mcast to every connection on a path.
-//! Built as the core is (docs/ARCHITECTURE.md, shards): `--threads` threads
-//! (default: one per CPU, as `core.threads`), each a current-thread runtime
-//! with its own listener on the port (SO_REUSEPORT: the kernel spreads the
-//! connections), so that the ceiling has the gateway's threads.
-//!   ws-bare --port PORT [--tick-ms MS] [--threads N]
+//! One thread, as the core's (gateway and routing share one current-thread
+//! runtime, docs/ARCHITECTURE.md).
+//!   ws-bare --port PORT [--tick-ms MS]
 
 use clap::Parser;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use std::time::Duration;
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::broadcast;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
@@ -25,43 +23,20 @@ struct Args {
     /// Send every connection a tick this often (ms).
     #[arg(long)]
     tick_ms: Option<u64>,
-    /// Threads, each with its own listener (default: one per CPU).
-    #[arg(long)]
-    threads: Option<usize>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    // One sender of ticks for every thread's connections.
-    let ticks = args.tick_ms.map(|_| broadcast::channel::<Utf8Bytes>(16).0);
-    let serving: Vec<_> = (0..threads)
-        .map(|i| {
-            let ticks = ticks.clone();
-            let (port, tick_ms) = (args.port, args.tick_ms);
-            std::thread::spawn(move || -> anyhow::Result<()> {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-                rt.block_on(async move {
-                    if let (0, Some(ms), Some(tx)) = (i, tick_ms, &ticks) {
-                        tokio::spawn(send_ticks(Duration::from_millis(ms), tx.clone()));
-                    }
-                    serve(port, ticks).await
-                })
-            })
-        })
-        .collect();
-    for t in serving {
-        t.join().map_err(|_| anyhow::anyhow!("a serving thread panicked"))??;
-    }
-    Ok(())
+    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(serve(args))
 }
 
-/// One thread's listener and its connections.
-async fn serve(port: u16, ticks: Option<broadcast::Sender<Utf8Bytes>>) -> anyhow::Result<()> {
-    let socket = TcpSocket::new_v4()?;
-    socket.set_reuseport(true)?;
-    socket.bind(([127, 0, 0, 1], port).into())?;
-    let listener = socket.listen(4096)?;
+async fn serve(args: Args) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", args.port)).await?;
+    let ticks = args.tick_ms.map(|ms| {
+        let (tx, _) = broadcast::channel(16);
+        tokio::spawn(send_ticks(Duration::from_millis(ms), tx.clone()));
+        tx
+    });
     loop {
         let (tcp, _) = listener.accept().await?;
         tcp.set_nodelay(true)?;

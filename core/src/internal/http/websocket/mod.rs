@@ -22,7 +22,7 @@ mod table;
 mod url;
 
 pub use frames::server_frames;
-pub use settings::{has_unique_path, PathSettings};
+pub use settings::PathSettings;
 pub use table::{CloseReason, Table};
 
 use super::names::NameMapping;
@@ -38,7 +38,6 @@ use session::Session;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The WebSocket side of one gateway: its paths, and the names held by
@@ -54,7 +53,7 @@ pub struct WebSockets {
 
 /// A connection holding a `unique` name, and its instance (to unsubscribe
 /// the name at once when a newer connection takes it).
-type Holder = (Arc<table::Entry>, Weak<InternalApi>);
+type Holder = (Rc<table::Entry>, Weak<InternalApi>);
 
 /// For `unique` paths: which connection holds each name.
 #[derive(Default)]
@@ -65,7 +64,7 @@ pub struct UniqueNames {
 impl UniqueNames {
     /// Takes `name` for a new connection: the older holder stops being
     /// routed to at once, and is asked to close.
-    fn take(&self, name: &str, entry: Arc<table::Entry>, api: Weak<InternalApi>) {
+    fn take(&self, name: &str, entry: Rc<table::Entry>, api: Weak<InternalApi>) {
         if let Some((old, old_api)) = self.holders.borrow_mut().insert(name.to_string(), (entry, api)) {
             if let Some(api) = old_api.upgrade() {
                 let _ = api.unsubscribe(name);
@@ -115,19 +114,9 @@ impl WebSockets {
         remote: &Rc<str>,
     ) -> HttpResponse {
         let table = gateway.websocket_table();
-        let shard = gateway.shard_index();
         let refuse = |status: StatusCode, text: String| {
-            table::add(&table.counters(shard).refused, 1);
+            table::add(&table.counters.refused, 1);
             plain(status, text)
-        };
-        let full = || {
-            refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "service unavailable: {} WebSocket connections open on {} (max_connections)\n",
-                    cfg.max_connections, cfg.path
-                ),
-            )
         };
         let accept_key = match handshake_key(&req) {
             Ok(k) => k,
@@ -139,10 +128,14 @@ impl WebSockets {
                 return r;
             }
         };
-        // Checked again when the connection is counted (`Table::open`),
-        // where shards accepting at once cannot both take the last place.
         if table.count_on(&cfg.path) >= cfg.max_connections {
-            return full();
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "service unavailable: {} WebSocket connections open on {} (max_connections)\n",
+                    cfg.max_connections, cfg.path
+                ),
+            );
         }
         let (url_path, query) = (req.uri().path().to_string(), req.uri().query().unwrap_or("").to_string());
         let name = format!("{}{url_path}{}", self.names.name_prefix, cfg.name_suffix);
@@ -171,10 +164,7 @@ impl WebSockets {
                 return refuse(StatusCode::BAD_REQUEST, format!("bad request: cannot subscribe '{n}': {why}\n"));
             }
         }
-        let at = table::Place { url: url_path.clone(), name: name.clone(), remote, shard };
-        let Some(entry) = table.open(&cfg.path, cfg.max_connections, at) else {
-            return full(); // its instance and names go with `api`
-        };
+        let entry = table.open(Rc::from(cfg.path.as_str()), url_path.clone(), name.clone(), remote.clone());
         if cfg.unique {
             self.unique.take(&name, entry.clone(), Rc::downgrade(&api));
         }
@@ -196,7 +186,6 @@ impl WebSockets {
             cfg,
             entry,
             table,
-            shard,
             text_info,
             binary_info,
             base_info: base_info.into(),

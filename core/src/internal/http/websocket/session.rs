@@ -8,7 +8,7 @@
 use super::outgoing::Outgoing;
 use super::protocol;
 use super::settings::{PathSettings, Protocol};
-use super::table::{add, CloseReason, Counters, Entry, Table};
+use super::table::{add, CloseReason, Entry, Table};
 use super::UniqueNames;
 use crate::instance::OwnedRequest;
 use crate::internal::api::SendOptions;
@@ -19,7 +19,6 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
 use std::future::Future;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{sleep, Instant};
@@ -53,10 +52,8 @@ const HOLD_ROUNDS: u32 = 8;
 pub struct Session {
     pub api: Rc<InternalApi>,
     pub cfg: Rc<PathSettings>,
-    pub entry: Arc<Entry>,
-    pub table: Arc<Table>,
-    /// The shard the connection runs on: its slot of the table's counters.
-    pub shard: u32,
+    pub entry: Rc<Entry>,
+    pub table: Rc<Table>,
     /// request_info of every message in: the upgrade's headers and the
     /// gateway's keys, `websocket_id`, `websocket_name`.
     pub base_info: Rc<[u8]>,
@@ -84,7 +81,7 @@ impl Session {
         let out = Outgoing::new(self.cfg.max_pending);
         self.connected(&out).await;
         let why = {
-            let writer = write_all(&mut sink, &out, &self.entry, self.table.counters(self.shard));
+            let writer = write_all(&mut sink, &out, &self.entry, &self.table);
             tokio::pin!(writer);
             self.serve(&mut stream, &out, writer).await
         };
@@ -102,11 +99,6 @@ impl Session {
             .await;
         }
         self.finish(why.0);
-    }
-
-    /// What this connection's shard counts for the whole table.
-    fn counters(&self) -> &Counters {
-        self.table.counters(self.shard)
     }
 
     /// The upgrade never completed: the entry and names go away.
@@ -142,10 +134,10 @@ impl Session {
             }
             Ok(a) if a.status == Status::Ok => {}
             Ok(a) => {
-                add(&self.counters().request_errors, 1);
+                add(&self.table.counters.request_errors, 1);
                 tracing::debug!("http: websocket connect notification to '{to}' failed: {}", a.status.name());
             }
-            Err(_) => add(&self.counters().request_errors, 1),
+            Err(_) => add(&self.table.counters.request_errors, 1),
         }
     }
 
@@ -243,7 +235,7 @@ impl Session {
     /// `websocket_frame` = `binary`), and the sender gets an empty OK once
     /// it is queued.
     fn push(&self, mut r: OwnedRequest, out: &Outgoing) {
-        add(&self.counters().pushes, 1);
+        add(&self.table.counters.pushes, 1);
         let binary = info::get(&r.request_info, b"websocket_frame") == Some(b"binary");
         // The body moves into the message; only the trans_id is needed after.
         let body = std::mem::take(&mut r.request).into_vec();
@@ -264,7 +256,7 @@ impl Session {
         text: bool,
         out: &Outgoing,
     ) -> Option<impl Future<Output = Option<Message>> + 'a> {
-        let c = self.counters();
+        let c = &self.table.counters;
         add(&c.messages_in, 1);
         add(&c.bytes_in, body.len() as u64);
         add(&self.entry.messages_in, 1);
@@ -294,7 +286,7 @@ impl Session {
                 Err(_) => (Status::Timeout, format!("no answer from '{name}' in time").into_bytes()),
             };
             if status != Status::Ok {
-                add(&self.counters().request_errors, 1);
+                add(&self.table.counters.request_errors, 1);
                 tracing::debug!("http: websocket {} request to '{name}' failed: {}", self.entry.id, status.name());
             }
             match id {
@@ -308,7 +300,7 @@ impl Session {
 
 /// Writes what is queued, a batch per flush, until the queue overflows (a
 /// slow reader) or the socket fails; counts what leaves.
-async fn write_all<W>(sink: &mut W, out: &Outgoing, entry: &Entry, counters: &Counters)
+async fn write_all<W>(sink: &mut W, out: &Outgoing, entry: &Entry, table: &Table)
 where
     W: futures_util::Sink<Message, Error = WsError> + Unpin,
 {
@@ -319,8 +311,8 @@ where
             while let Some(m) = batch.take().or_else(|| out.try_next()) {
                 if !matches!(m, Message::Ping(_)) {
                     let n = m.len() as u64;
-                    add(&counters.messages_out, 1);
-                    add(&counters.bytes_out, n);
+                    add(&table.counters.messages_out, 1);
+                    add(&table.counters.bytes_out, n);
                     add(&entry.messages_out, 1);
                     add(&entry.bytes_out, n);
                 }

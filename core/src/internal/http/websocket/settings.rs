@@ -86,17 +86,6 @@ const KNOWN: &[&str] = &[
     "timeout_ms",
 ];
 
-/// Whether a gateway's settings give a WebSocket path the `unique` option
-/// (such a gateway runs on one shard: supervisor/internal_slots.rs).
-pub fn has_unique_path(table: &toml::Table) -> bool {
-    let unique = |t: &toml::Value| t.get("unique").and_then(toml::Value::as_bool) == Some(true);
-    match table.get("websocket") {
-        Some(toml::Value::Array(a)) => a.iter().any(unique),
-        Some(t @ toml::Value::Table(_)) => unique(t),
-        _ => false,
-    }
-}
-
 /// Reads `settings.websocket` (absent: no WebSocket anywhere). `timeout_ms`
 /// defaults to the gateway's own.
 pub fn from_settings(table: &toml::Table, gateway_timeout_ms: u32) -> Result<Vec<PathSettings>, String> {
@@ -211,15 +200,6 @@ mod tests {
         assert_eq!((s.max_message, s.max_frame, s.max_connections), (1 << 20, 1 << 20, 10_000));
         assert_eq!((s.idle_timeout_ms, s.ping_ms, s.timeout_ms, s.max_in_flight), (60_000, 20_000, 5000, 16));
         assert_eq!((s.name_suffix.as_str(), s.unique, s.protocol), ("/websocket", false, Protocol::None));
-    }
-
-    #[test]
-    fn a_unique_path_is_found_in_a_list_or_a_single_table() {
-        let t = |text: &str| has_unique_path(&text.parse::<toml::Table>().unwrap());
-        assert!(!t("port = 1"));
-        assert!(!t("[[websocket]]\npath = \"/a/\"\n[[websocket]]\npath = \"/b/\"\nunique = false"));
-        assert!(t("[[websocket]]\npath = \"/a/\"\n[[websocket]]\npath = \"/b/\"\nunique = true"));
-        assert!(t("[websocket]\npath = \"/a/\"\nunique = true"));
     }
 
     #[test]
