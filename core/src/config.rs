@@ -44,12 +44,8 @@ pub const DEFAULT_MAX_SUBSCRIPTIONS: u32 = 1024;
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.
 pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
-/// Queue limit of a pseudo-instance (another shard, another node), requests.
-/// It stands for every instance there, so one multicast queues a copy per
-/// instance there at once (a copy per WebSocket connection of another
-/// node, or per instance of another shard); with the default, 1024, the
-/// copies past its window and 1024 queued failed with QUEUE_FULL. Its bytes stay bounded
-/// by `queue_size` and `core.max_queued_bytes`.
+/// Queue limit of a pseudo-instance (another shard, another node), requests:
+/// see [`ServiceOptions::pseudo`].
 pub const PSEUDO_QUEUE_LIMIT: u32 = 1 << 20;
 /// Largest window an instance may be granted: bounds the memory one instance
 /// can pin in the core.
@@ -259,6 +255,20 @@ impl Default for ServiceOptions {
             queue_size: DEFAULT_QUEUE_SIZE,
             max_window: MAX_WINDOW,
         }
+    }
+}
+
+impl ServiceOptions {
+    /// The options of a pseudo-instance (another shard, another node),
+    /// which picks among the instances there by `dest_refresh`. It stands
+    /// for every instance there, so one multicast queues a copy per instance
+    /// there at once (one per WebSocket connection of another node): with a
+    /// service's queue limit, 1024, the copies past its window and 1024
+    /// queued failed with QUEUE_FULL. Its bytes stay bounded by `queue_size`
+    /// and `core.max_queued_bytes`, each queued request counted with its
+    /// overhead (`held::REQUEST_OVERHEAD`).
+    pub fn pseudo(dest_refresh: DestRefresh) -> ServiceOptions {
+        ServiceOptions { dest_refresh, queue_limit: PSEUDO_QUEUE_LIMIT, ..ServiceOptions::default() }
     }
 }
 

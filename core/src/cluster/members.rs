@@ -3,8 +3,7 @@
 //! so that routing picks among local instances and remote nodes alike.
 
 use super::wire::Control;
-use crate::config::ServiceOptions;
-use crate::config::{DestRefresh, MAX_WINDOW};
+use crate::config::{DestRefresh, ServiceOptions};
 use crate::instance::Outbox;
 use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
@@ -152,12 +151,7 @@ impl Membership {
             let name: Rc<str> = Rc::from(node);
             // Requests from another node are served here, never sent on: a
             // request crosses at most one hop (forwarding aside).
-            let options = Rc::new(ServiceOptions {
-                dest_refresh: DestRefresh::ImmediateLocal,
-                max_window: MAX_WINDOW,
-                queue_limit: crate::config::PSEUDO_QUEUE_LIMIT,
-                ..ServiceOptions::default()
-            });
+            let options = Rc::new(ServiceOptions::pseudo(DestRefresh::ImmediateLocal));
             let metrics = Rc::new(ServiceMetrics::default());
             // The outbox limit: what may wait for the writer task, as for a
             // socket; a node that far behind is treated as gone.

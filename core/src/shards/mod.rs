@@ -39,7 +39,7 @@ pub mod report;
 pub mod thread;
 pub mod turns;
 
-use crate::config::{DestRefresh, ServiceOptions, MAX_WINDOW};
+use crate::config::{DestRefresh, ServiceOptions};
 use crate::instance::{Endpoint, Outbox};
 use crate::registry::InstanceId;
 use crate::state::{Core, ShardIndex, Shared};
@@ -215,12 +215,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             }
             // Requests from another shard are served here, closest first:
             // by this shard's instances, else sent on to another node.
-            let options = Rc::new(ServiceOptions {
-                dest_refresh: DestRefresh::ImmediateClosest,
-                max_window: MAX_WINDOW,
-                queue_limit: crate::config::PSEUDO_QUEUE_LIMIT,
-                ..ServiceOptions::default()
-            });
+            let options = Rc::new(ServiceOptions::pseudo(DestRefresh::ImmediateClosest));
             let outbox = Outbox::new(c.limits.max_outbox);
             let id = c.admit_shard(format!("shard {j}"), options, Rc::default(), outbox.clone());
             // Shards 1.. run HTTP gateways only, which take the open files
