@@ -54,6 +54,8 @@ pub struct TickRecord {
     pub timeouts: u64,
     pub p50_us: u64,
     pub p99_us: u64,
+    /// The tick's slowest answer: says when in a run its max fell.
+    pub max_us: u64,
     /// Dynamic mode: why the tick failed (none: it passed), and the kind.
     pub failed: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,6 +186,7 @@ pub async fn drive(
             timeouts: w.timeouts,
             p50_us: w.latency.percentile(50.0),
             p99_us: outcome.p99_us,
+            max_us: w.latency.percentile(100.0),
             failed: None,
             failed_kind: None,
         };
