@@ -191,7 +191,8 @@ http_req_launch() {
 
 # http_req_service LANG PROCESSES THREADS WINDOW: the whole [[service]]
 # block of that language's http_req (prefix /tests/http_req/); WINDOW is
-# HTTP_REQ_WINDOW, the requests the core may deliver to an instance at once.
+# HTTP_REQ_WINDOW, the requests the core may deliver to an instance at once;
+# Go's GOMAXPROCS is THREADS.
 # The Python row is the pure-Python SDK; Python/C the same handler on its C
 # extension. Fails like http_req_launch.
 http_req_service() {
@@ -200,7 +201,11 @@ http_req_service() {
     [ "$1" = python ] && pure=1
     printf '[[service]]\nprefix = "/tests/http_req/"\n%s\ncount_process = %s\ncount_thread = %s\ntimeout_init = 60000\n' \
         "$lines" "$2" "$3"
-    echo "env = { HTTP_REQ_WINDOW = \"$4\", CUMULO_PURE_PYTHON = \"$pure\" }"
+    # Go: one P per service thread (sdk/go/README.md): Go's default of one
+    # per CPU in each process oversubscribes the CPUs count_process times.
+    local go=""
+    [ "$1" = go ] && go="GOMAXPROCS = \"$3\", "
+    echo "env = { ${go}HTTP_REQ_WINDOW = \"$4\", CUMULO_PURE_PYTHON = \"$pure\" }"
 }
 
 # http_req_windowed LANG: the language's example reads HTTP_REQ_WINDOW (its
