@@ -284,6 +284,18 @@ fn fixed_mode_holds_its_rate_and_writes_an_html_report_a_browser_shows() {
     assert_eq!((t("sent"), t("unanswered")), (ok, 0));
     let line = format!("accounting: {ok} sent = {ok} ok + 0 errors + 0 timed out + 0 unanswered; 0 not sent");
     assert!(String::from_utf8_lossy(&out.stdout).contains(&line), "{}", String::from_utf8_lossy(&out.stdout));
+    // Each tick has its slowest answer, so a report says when the run's max fell.
+    let ticks = r["ticks"].as_array().unwrap();
+    let us = |t: &serde_json::Value, k: &str| t[k].as_u64().unwrap_or_else(|| panic!("no {k} in {t}"));
+    assert!(ticks.iter().all(|t| us(t, "max_us") >= us(t, "p99_us")), "{ticks:?}");
+    let run_max = r["result"]["latency"]["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["percentile"].as_f64() == Some(100.0))
+        .and_then(|p| p["us"].as_u64())
+        .expect("the 100th percentile");
+    assert!(run_max > 0 && ticks.iter().map(|t| us(t, "max_us")).max() >= Some(run_max), "{run_max} {ticks:?}");
 
     let browser = chromium();
     let profile = dir.path("profile");
