@@ -214,10 +214,12 @@ http_req_windowed() {
     case "$1" in rust | c | ats2 | erlang | haskell | javascript | ocaml | python | python_c | go | ruby | perl | php | cpp | java) return 0 ;; *) return 1 ;; esac
 }
 
-# http_req_cloudi_api LANG: the example is on a CloudI API, which serves one
-# request at a time per thread: its concurrency is count_thread, not a window.
+# http_req_cloudi_api LANG: the example is on a CloudI API (its launch
+# lines say protocol = "cloudi"), which serves one request at a time per
+# thread: its concurrency is count_thread, not a window.
 http_req_cloudi_api() {
-    case "$1" in rust_cloudi | python_cloudi | javascript_cloudi) return 0 ;; *) return 1 ;; esac
+    # (grep reads all of it: no -q, whose early exit could fail the pipe under pipefail)
+    http_req_launch "$1" 2>/dev/null | grep -x 'protocol = "cloudi"' >/dev/null
 }
 
 # http_req_label LANG: the language's name in a report (python_c: Python/C).
