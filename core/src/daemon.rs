@@ -8,9 +8,7 @@ use crate::state::{Core, Limits, Shared};
 use crate::supervisor::Supervisor;
 use anyhow::Context;
 use std::cell::RefCell;
-use std::future::poll_fn;
 use std::rc::Rc;
-use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::LocalSet;
 
@@ -219,20 +217,30 @@ async fn shutdown_signal() -> &'static str {
 }
 
 /// Fires request timeouts: each expired request gets its TIMEOUT response.
+/// Sleeps until the earliest deadline held (`timeouts.rs`), or until a
+/// request with an earlier one is armed.
 pub(crate) async fn timer_loop(core: Shared) {
+    /// Expired requests answered per turn of the event loop, so that a mass
+    /// expiry does not hold the thread.
+    const BATCH: usize = 1024;
     loop {
-        let next = poll_fn(|cx| match core.borrow_mut().timers.poll_expired(cx) {
-            Poll::Ready(Some(e)) => Poll::Ready(Some(e.into_inner())),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        })
-        .await;
+        let (more, next, wake) = {
+            let mut c = core.borrow_mut();
+            let more = c.expire_due(BATCH);
+            (more, c.timers.next_deadline(), c.timers.wake.clone())
+        };
+        if more {
+            tokio::task::yield_now().await;
+            continue;
+        }
         match next {
-            Some(tid) => core.borrow_mut().expire(tid),
-            None => {
-                let wake = core.borrow().timers_wake.clone();
-                wake.notified().await;
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at.into()) => {}
+                    _ = wake.notified() => {}
+                }
             }
+            None => wake.notified().await,
         }
     }
 }

@@ -234,7 +234,6 @@ impl Core {
         let n = s.requests.len();
         for tid in s.requests {
             let Some(f) = self.inflight.remove(&tid) else { continue };
-            self.timers.remove(&f.timer);
             let q = match f.held {
                 Held::No => None,
                 Held::Queued(key) => self.instances.get_mut(&f.dest).and_then(|i| i.queue.remove(key)),

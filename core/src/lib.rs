@@ -44,3 +44,4 @@ pub mod routing;
 pub mod shards;
 pub mod state;
 pub mod supervisor;
+pub mod timeouts;

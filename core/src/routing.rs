@@ -516,7 +516,7 @@ impl Core {
                     return self.fail(r, rerouted, Status::QueueFull, msg);
                 }
                 if !rerouted {
-                    let timer = self.arm_timer(r.trans_id, r.deadline);
+                    self.arm_timer(r.trans_id, r.deadline);
                     let accepted = accepted_at(r.deadline, timeout_ms);
                     self.inflight.insert(
                         r.trans_id,
@@ -526,7 +526,6 @@ impl Core {
                             deadline: r.deadline,
                             accepted,
                             timeout_ms,
-                            timer,
                             flags: r.flags,
                             held: Held::No,
                         },
@@ -573,9 +572,7 @@ impl Core {
             // from, which still holds its entry and timer: handed back,
             // forgotten here. Keeping an entry here would make the two
             // sides answer each other for it (`cluster::come_back`).
-            if let Some(f) = self.inflight.remove(&r.trans_id) {
-                self.timers.remove(&f.timer);
-            }
+            self.inflight.remove(&r.trans_id);
             return send_to(inst, r, &pattern, self.limits.node_id, self.now);
         }
         let deliver_now = inst.is_free();
@@ -596,7 +593,7 @@ impl Core {
                 f.held = Held::No;
             }
         } else {
-            let timer = self.arm_timer(r.trans_id, r.deadline);
+            self.arm_timer(r.trans_id, r.deadline);
             let accepted = accepted_at(r.deadline, timeout_ms);
             self.inflight.insert(
                 r.trans_id,
@@ -606,7 +603,6 @@ impl Core {
                     deadline: r.deadline,
                     accepted,
                     timeout_ms,
-                    timer,
                     flags: r.flags,
                     held: Held::No,
                 },
@@ -670,9 +666,7 @@ impl Core {
     /// Ends a request that could not be routed with an explicit error.
     fn fail(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String) {
         if rerouted {
-            if let Some(f) = self.inflight.remove(&r.trans_id) {
-                self.timers.remove(&f.timer);
-            }
+            self.inflight.remove(&r.trans_id);
         }
         if status == Status::NoService {
             self.stats.no_service += 1;
@@ -713,7 +707,6 @@ impl Core {
         inst.delivered.swap_remove(i);
         match self.inflight.remove(&r.trans_id) {
             Some(f) => {
-                self.timers.remove(&f.timer);
                 self.stats.responses += 1;
                 let status = cumulo_proto::Status::from_code(r.status);
                 inst.metrics.answered(status, now.saturating_duration_since(f.accepted).as_micros() as u64);
@@ -738,11 +731,12 @@ impl Core {
             self.pump(id);
             return;
         };
+        let mut shortened = None;
         if s.timeout > 0 {
             let asked = now + Duration::from_millis(s.timeout as u64);
             if asked < f.deadline {
                 f.deadline = asked;
-                self.timers.reset_at(&f.timer, asked.into());
+                shortened = Some(asked);
             }
         }
         let route = Route {
@@ -760,6 +754,10 @@ impl Core {
             avoid: 0,
         };
         let timeout = f.timeout_ms;
+        if let Some(at) = shortened {
+            // The entry of the later deadline is left behind (lazy timers).
+            self.arm_timer(s.trans_id, at);
+        }
         self.stats.forwards += 1;
         match self.limits.names.check_name(s.name) {
             Ok(()) => self.route(&route, true, timeout),
@@ -824,14 +822,13 @@ impl Core {
                 }
             }
             bump(&inst.metrics.received);
-            let timer = self.arm_timer(tid, deadline);
+            self.arm_timer(tid, deadline);
             let f = InFlight {
                 sender: id,
                 dest,
                 deadline,
                 accepted: now,
                 timeout_ms: timeout,
-                timer,
                 flags: REQUEST_MCAST,
                 held: Held::No,
             };

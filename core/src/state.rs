@@ -16,7 +16,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
-use tokio_util::time::{delay_queue, DelayQueue};
 
 pub type Shared = Rc<RefCell<Core>>;
 
@@ -64,7 +63,6 @@ pub struct InFlight {
     /// When the core accepted it: the start of its measured duration.
     pub accepted: Instant,
     pub timeout_ms: u32,
-    pub timer: delay_queue::Key,
     /// REQUEST flags to keep when the request is forwarded.
     pub flags: u8,
     /// Where it waits, if it is queued or parked.
@@ -101,8 +99,8 @@ pub struct Core {
     next_instance: InstanceId,
     pub registry: Registry,
     pub inflight: AHashMap<TransId, InFlight>,
-    pub timers: DelayQueue<TransId>,
-    pub timers_wake: Rc<Notify>,
+    /// When the requests in flight fall due (lazy: see `timeouts.rs`).
+    pub timers: crate::timeouts::Timeouts,
     /// Requests waiting for a subscriber (WAIT_FOR_SERVICE), by arrival.
     pub parked: crate::held::Parked,
     /// What queued and parked requests weigh, per sender and in total.
@@ -191,8 +189,7 @@ impl Core {
             next_instance: 1,
             registry: Registry::default(),
             inflight: AHashMap::new(),
-            timers: DelayQueue::new(),
-            timers_wake: Rc::new(Notify::new()),
+            timers: Default::default(),
             parked: Default::default(),
             holds: Holds::default(),
             ids: TransIdGen::new(node_id, 0),
@@ -467,7 +464,6 @@ impl Core {
         let crashed = format!("{} went away while handling the request ({why})", inst.label);
         for tid in inst.delivered.drain(..) {
             if let Some(f) = self.inflight.remove(&tid) {
-                self.timers.remove(&f.timer);
                 self.stats.crashed += 1;
                 inst.metrics.failed(Status::Crashed);
                 self.respond(f.sender, &tid, Status::Crashed, b"", crashed.as_bytes());
@@ -501,14 +497,33 @@ impl Core {
         }
     }
 
-    /// Arms the timeout of a request.
-    pub fn arm_timer(&mut self, tid: TransId, deadline: Instant) -> delay_queue::Key {
-        let was_empty = self.timers.is_empty();
-        let key = self.timers.insert_at(tid, deadline.into());
-        if was_empty {
-            self.timers_wake.notify_one();
+    /// Arms the timeout of a request. Entries its answer leaves behind are
+    /// swept out here once they outnumber what the requests in flight need.
+    pub fn arm_timer(&mut self, tid: TransId, deadline: Instant) {
+        if self.timers.needs_sweep(self.inflight.len()) {
+            let inflight = &self.inflight;
+            self.timers.retain(|at, tid| inflight.get(tid).is_some_and(|f| f.deadline == at));
         }
-        key
+        self.timers.arm(tid, deadline);
+    }
+
+    /// Expires the requests whose deadline has passed, at most `batch` of
+    /// them (the timer task yields between batches); true if more are due.
+    pub fn expire_due(&mut self, batch: usize) -> bool {
+        self.refresh_now();
+        // The timer task's clock: the same as `now` in the daemon; in tests
+        // and fuzz targets on a paused clock, the one their sleeps advance.
+        let now = tokio::time::Instant::now().into_std();
+        for _ in 0..batch {
+            let Some((_, tid)) = self.timers.pop_due(now) else { return false };
+            // An entry outlives its request's answer, and a forward arms a
+            // new, earlier one: only a request still in flight whose own
+            // deadline has passed expires.
+            if self.inflight.get(&tid).is_some_and(|f| f.deadline <= now) {
+                self.expire(tid);
+            }
+        }
+        true
     }
 
     /// A request's timer fired: its sender gets TIMEOUT now. A late answer
@@ -595,7 +610,6 @@ impl Core {
         self.holds.clear();
         for (q, metrics) in queued {
             if let Some(f) = self.inflight.remove(&q.trans_id) {
-                self.timers.remove(&f.timer);
                 metrics.inspect(|m| m.failed(Status::ShuttingDown));
                 self.respond(f.sender, &q.trans_id, Status::ShuttingDown, b"", b"the core is shutting down");
             }
@@ -614,7 +628,6 @@ impl Core {
         self.refresh_now();
         let left: Vec<(TransId, InFlight)> = self.inflight.drain().collect();
         for (tid, f) in left {
-            self.timers.remove(&f.timer);
             if let Some(i) = self.instances.get(&f.dest) {
                 i.metrics.failed(Status::ShuttingDown);
             }
@@ -669,7 +682,6 @@ impl Core {
             if self.registry.lookup(&q.name).is_some() {
                 self.reroute(q);
             } else if let Some(f) = self.inflight.remove(&q.trans_id) {
-                self.timers.remove(&f.timer);
                 metrics.failed(Status::ShuttingDown);
                 self.respond(f.sender, &q.trans_id, Status::ShuttingDown, b"", why.as_bytes());
             }
