@@ -14,6 +14,7 @@
 //! Settings and mapping: docs/GATEWAY.md (WebSocket).
 
 mod frames;
+mod gate;
 mod outgoing;
 mod protocol;
 mod session;

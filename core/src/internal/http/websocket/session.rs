@@ -5,6 +5,7 @@
 //! close code that says why, tells the disconnect service, and removes the
 //! connection's instance (so its names stop being routed at once).
 
+use super::gate::Gate;
 use super::outgoing::Outgoing;
 use super::protocol;
 use super::settings::{PathSettings, Protocol};
@@ -17,7 +18,7 @@ use bytes::Bytes;
 use cumulo_proto::{info, Status};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -174,11 +175,14 @@ impl Session {
         let overflowed = out.overflowed();
         let next_request = self.api.next_request();
         tokio::pin!(idle_timer, ping_timer, stopping, close_requested, overflowed, next_request);
+        // The socket's read side and the gateway's stop are polled only
+        // when woken themselves, not on every push or answer (gate.rs).
+        let (read_gate, stop_gate) = (Gate::new(), Gate::new());
         loop {
             out.expecting.set(calls.len());
             tokio::select! {
                 biased;
-                () = &mut stopping => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
+                () = poll_fn(|cx| stop_gate.poll(cx, |cx| stopping.as_mut().poll(cx))) => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
                 why = &mut close_requested => {
                     let text = match why {
                         CloseReason::Replaced => "a newer connection took this name",
@@ -199,7 +203,7 @@ impl Session {
                         None => return (CloseReason::Stopping, Some((CloseCode::Away, "the core is stopping"))),
                     }
                 }
-                frame = stream.next(), if calls.len() < window => {
+                frame = poll_fn(|cx| read_gate.poll(cx, |cx| stream.poll_next_unpin(cx))), if calls.len() < window => {
                     last_frame = Instant::now();
                     let (body, text) = match frame {
                         Some(Ok(Message::Text(t))) => (Bytes::from(t), true),
