@@ -73,7 +73,7 @@ mod tests {
             let gate = Gate::new();
             let polls = Cell::new(0);
             let stored: Cell<Option<Waker>> = Cell::new(None);
-            let mut step = || {
+            let step = || {
                 poll_fn(|cx| {
                     let r = gate.poll(cx, |inner| {
                         polls.set(polls.get() + 1);
