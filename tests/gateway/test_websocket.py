@@ -121,6 +121,10 @@ path = "/idle/"
 idle_timeout_ms = 500
 ping_ms = 0
 
+[[service.settings.websocket]]
+path = "/pinged/"
+ping_ms = 150
+
 [[service]]
 prefix = "/echo/"
 internal = "echo"
@@ -378,6 +382,34 @@ def test_idle_connections_are_closed(ws: Ws) -> None:
             assert e.value.rcvd.code == 1001
 
     run(go())
+
+
+def test_the_gateway_pings_every_ping_ms(ws: Ws) -> None:
+    # A raw client, to see the pings (websockets answers them unseen).
+    with socket.create_connection(("127.0.0.1", ws.port), timeout=5) as s:
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(
+            f"GET /pinged/x HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += s.recv(4096)
+        head, _, rest = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101"), head
+        start = time.monotonic()
+        pings = []
+        while len(pings) < 3:
+            while len(rest) < 2 or len(rest) < 2 + (rest[1] & 0x7F):
+                chunk = s.recv(4096)
+                assert chunk, "the gateway closed the connection"
+                rest += chunk
+            opcode, size = rest[0] & 0x0F, rest[1] & 0x7F
+            if opcode == 0x9:
+                pings.append(time.monotonic() - start)
+            rest = rest[2 + size :]
+        # Three pings, about 150 ms apart (not sooner, not much later).
+        assert 0.4 <= pings[2] < 2.0, pings
 
 
 def test_slow_reader_is_cut_off_without_growing_memory(ws: Ws) -> None:
