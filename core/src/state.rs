@@ -528,8 +528,8 @@ impl Core {
 
     /// A request's timer fired: its sender gets TIMEOUT now. A late answer
     /// will be dropped.
-    pub fn expire(&mut self, tid: TransId) {
-        self.refresh_now();
+    /// Called from `expire_due`, which has read the clock for the batch.
+    fn expire(&mut self, tid: TransId) {
         let Some(f) = self.inflight.remove(&tid) else { return };
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.

@@ -16,9 +16,10 @@
 //! (a shorter timeout, a forward) goes to a heap beside it.
 //!
 //! Bounded: left-behind entries are swept out (`retain`) once the entries
-//! outnumber twice the requests in flight plus `SLACK`, so the table holds at
-//! most that many, and each request costs at most two liveness checks over
-//! its life (amortised).
+//! outnumber twice the requests in flight plus `SLACK` when one more is
+//! armed: the table never holds more than that for the most requests in
+//! flight at once, and a sweep's checks are paid for by the arms since the
+//! last one (a few per request, amortised).
 
 use cumulo_proto::TransId;
 use std::cmp::Reverse;
