@@ -17,6 +17,10 @@ answers_test_() ->
         {<<"value", 0, "4.2", 0>>, ?NO_VALUE},
         {<<"value", 0, "42\n", 0>>, ?NO_VALUE},
         {<<"value", 0, "", 0>>, ?NO_VALUE},
+        {<<"value", 0, " 42", 0>>, ?NO_VALUE},
+        {<<"value", 0, "1_000", 0>>, ?NO_VALUE},
+        {<<"value", 0, "16#10", 0>>, ?NO_VALUE},
+        {<<"value", 0, "-", 0>>, ?NO_VALUE},
         {<<"other", 0, "1", 0>>, ?NO_VALUE},
         {<<"value", 0, "1">>, ?NO_VALUE},
         {<<>>, ?NO_VALUE}]].

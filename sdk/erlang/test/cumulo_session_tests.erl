@@ -111,6 +111,40 @@ poll_times_out_test() ->
     cumulo_fake_core:join(Core),
     cumulo:close(Api).
 
+%% The socket delivers data as messages: a poll that times out mid-frame
+%% keeps what came, and the next one completes the frame.
+a_frame_cut_across_a_poll_timeout_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        <<Head:30/binary, Tail/binary>> = cumulo_codec:encode('REQUEST', request_fields(?TID_A, #{})),
+        cumulo_fake_core:send_raw(P1, Head),
+        timer:sleep(300),
+        cumulo_fake_core:send_raw(P1, [Tail, cumulo_codec:encode('TERMINATE', #{timeout => 9})]),
+        {Returned, _} = expect(P1, 'RETURN'),
+        Returned
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "echo", fun(_, #{request := R}) -> R end),
+    ?assertEqual(true, cumulo:poll(Api, 100)),
+    ?assertEqual(false, cumulo:poll(Api, 5000)),
+    ?assertMatch(#{trans_id := ?TID_A, status := 0, response := <<"hi">>}, cumulo_fake_core:join(Core)),
+    cumulo:close(Api).
+
+%% What the socket delivered and no call took is not left in the mailbox.
+close_leaves_no_socket_messages_test() ->
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        timer:sleep(50),    % after the WELCOME was read: a message of its own
+        send(Peer, 'PING', #{nonce => 7})
+    end),
+    Api = connect(Core),
+    cumulo_fake_core:join(Core),
+    timer:sleep(100),    % the PING, and the close, reach the mailbox
+    cumulo:close(Api),
+    {messages, Left} = process_info(self(), messages),
+    ?assertEqual([], [M || M <- Left, element(1, M) =:= tcp orelse element(1, M) =:= tcp_closed]).
+
 send_sync_answers_ping_and_keeps_other_frames_test() ->
     Core = cumulo_fake_core:start(fun(C) ->
         {Peer, _} = accept_instance(C),
