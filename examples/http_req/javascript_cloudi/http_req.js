@@ -9,6 +9,12 @@
 
 const CloudI = require('cloudi').CloudI;
 
+// CloudI's API returns from a request handler by throwing an Error it builds
+// for the purpose, and reads that Error's stack, every request: formatting
+// the stack took a quarter of this service's CPU (81 against 111 us per
+// request without it). Errors thrown here carry their message but no stack.
+Error.stackTraceLimit = 0;
+
 const PATTERN = 'javascript_cloudi.xml/get';
 const RESPONSE_INFO = 'content-type\x00text/xml; charset=utf-8\x00';
 const NO_VALUE = '<http_test><error>no value specified</error></http_test>';
