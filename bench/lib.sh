@@ -178,10 +178,12 @@ http_req_launch() {
         javascript) command -v node >/dev/null && printf 'path = "node"\nargs = ["%s"]\n' "$ex/javascript/http_req.mjs" ;;
         # Ruby with its JIT where it has one (3.1+): the window-1 service took
         # 62 us of CPU per request against 71 without (sdk/ruby/README.md).
+        # Ruby 3.1's YJIT fills all of its code memory up front (256 MiB by
+        # default, 273 MB RSS per process here); 16 MiB holds this service.
         ruby)
             command -v ruby >/dev/null || return 1
             local jit=""
-            ruby --yjit -e 0 >/dev/null 2>&1 && jit='"--yjit", '
+            ruby --yjit --yjit-exec-mem-size=16 -e 0 >/dev/null 2>&1 && jit='"--yjit", "--yjit-exec-mem-size=16", '
             printf 'path = "ruby"\nargs = [%s"%s"]\n' "$jit" "$ex/ruby/http_req.rb" ;;
         php) command -v php >/dev/null && printf 'path = "php"\nargs = ["%s"]\n' "$ex/php/http_req.php" ;;
         perl) command -v perl >/dev/null && printf 'path = "perl"\nargs = ["%s"]\n' "$ex/perl/http_req.pl" ;;
