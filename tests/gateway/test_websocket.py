@@ -308,18 +308,25 @@ def handshake(port: int, path: str) -> socket.socket:
     return s
 
 
+def read_frame(f) -> tuple[int, bytes]:
+    """One server frame (unmasked) from a socket's file: opcode, payload."""
+    head = f.read(2)
+    assert len(head) == 2, "the gateway closed the connection"
+    b0, b1 = head
+    n = b1 & 0x7F
+    if n == 126:
+        n = struct.unpack(">H", f.read(2))[0]
+    elif n == 127:
+        n = struct.unpack(">Q", f.read(8))[0]
+    return b0 & 0x0F, f.read(n)
+
+
 def read_close_code(s: socket.socket) -> int:
     """Reads server frames up to the close frame; its status code."""
     f = s.makefile("rb")
     while True:
-        b0, b1 = f.read(2)
-        n = b1 & 0x7F
-        if n == 126:
-            n = struct.unpack(">H", f.read(2))[0]
-        elif n == 127:
-            n = struct.unpack(">Q", f.read(8))[0]
-        payload = f.read(n)
-        if b0 & 0x0F == 0x8:
+        opcode, payload = read_frame(f)
+        if opcode == 0x8:
             return struct.unpack(">H", payload[:2])[0]
 
 
@@ -386,28 +393,14 @@ def test_idle_connections_are_closed(ws: Ws) -> None:
 
 def test_the_gateway_pings_every_ping_ms(ws: Ws) -> None:
     # A raw client, to see the pings (websockets answers them unseen).
-    with socket.create_connection(("127.0.0.1", ws.port), timeout=5) as s:
-        key = base64.b64encode(os.urandom(16)).decode()
-        s.sendall(
-            f"GET /pinged/x HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
-        got = b""
-        while b"\r\n\r\n" not in got:
-            got += s.recv(4096)
-        head, _, rest = got.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 101"), head
+    with handshake(ws.port, "/pinged/x") as s:
+        f = s.makefile("rb")
         start = time.monotonic()
         pings = []
         while len(pings) < 3:
-            while len(rest) < 2 or len(rest) < 2 + (rest[1] & 0x7F):
-                chunk = s.recv(4096)
-                assert chunk, "the gateway closed the connection"
-                rest += chunk
-            opcode, size = rest[0] & 0x0F, rest[1] & 0x7F
+            opcode, _ = read_frame(f)
             if opcode == 0x9:
                 pings.append(time.monotonic() - start)
-            rest = rest[2 + size :]
         # Three pings, about 150 ms apart (not sooner, not much later).
         assert 0.4 <= pings[2] < 2.0, pings
 
