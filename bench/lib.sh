@@ -177,7 +177,7 @@ http_req_launch() {
                 printf 'path = "sh"\nargs = ["%s"]\n' "$ex/java/run.sh" ;;
         javascript) command -v node >/dev/null && printf 'path = "node"\nargs = ["%s"]\n' "$ex/javascript/http_req.mjs" ;;
         # Ruby with its JIT where it has one (3.1+): the window-1 service took
-        # 62 us of CPU per request against 71 without (sdk/ruby/README.md).
+        # 64 us of CPU per request against 75 without (sdk/ruby/README.md).
         # Ruby 3.1's YJIT fills all of its code memory up front (256 MiB by
         # default, 273 MB RSS per process here); 16 MiB holds this service.
         ruby)
