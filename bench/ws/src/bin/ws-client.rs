@@ -7,6 +7,10 @@
 //!     that arrive during the measured seconds and times each (round trip
 //!     from its own send). Last line:
 //!     `echo: connections=N window=W msgs_per_s=X p50_us=X p99_us=X max_us=X`
+//!     With `--ids`, each message is a JSON object with an `"id"` (its
+//!     sequence number on the connection), padded to B bytes, as the
+//!     gateway's protocol `"id"` takes it; an answer is matched to its
+//!     message by the id it starts with (`{"id":N,...`), whatever its order.
 //!
 //!   ws-client fanout --url URL --connections N --duration S
 //!     Opens N connections to URL (all get the same ticks), then for S
@@ -27,7 +31,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use futures_util::{stream, FutureExt, SinkExt, StreamExt};
 use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -69,6 +73,10 @@ struct EchoArgs {
     warmup: f64,
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
+    /// Messages carry an id (the gateway's protocol "id"); answers may come
+    /// in any order.
+    #[arg(long)]
+    ids: bool,
 }
 
 #[derive(Args)]
@@ -126,7 +134,13 @@ async fn echo(a: EchoArgs) -> anyhow::Result<()> {
     let until = measured_from + Duration::from_secs_f64(a.duration);
     let tasks: Vec<_> = conns
         .into_iter()
-        .map(|ws| tokio::spawn(keep_window(ws, a.window, payload.clone(), a.size, measured_from, until)))
+        .map(|ws| {
+            if a.ids {
+                tokio::spawn(keep_window_with_ids(ws, a.window, a.size, measured_from, until).boxed())
+            } else {
+                tokio::spawn(keep_window(ws, a.window, payload.clone(), a.size, measured_from, until).boxed())
+            }
+        })
         .collect();
     let mut all = histogram();
     for t in tasks {
@@ -188,6 +202,74 @@ async fn keep_window(
     }
     // The connection ends with the process: no close handshake to time.
     Ok(hist)
+}
+
+/// As `keep_window`, with messages that carry their sequence number as a
+/// JSON `"id"`, and answers matched to their message by it (the gateway's
+/// protocol `"id"` answers in the order the calls end).
+async fn keep_window_with_ids(
+    mut ws: Ws,
+    window: usize,
+    size: usize,
+    from: Instant,
+    until: Instant,
+) -> anyhow::Result<Histogram<u64>> {
+    let mut hist = histogram();
+    let mut sent_at = HashMap::with_capacity(window);
+    let mut seq = 0u64;
+    // The next message, its send time noted.
+    let mut next_message = |sent_at: &mut HashMap<u64, Instant>| {
+        seq += 1;
+        sent_at.insert(seq, Instant::now());
+        Message::Text(Utf8Bytes::from(id_message(seq, size)))
+    };
+    for _ in 0..window {
+        ws.feed(next_message(&mut sent_at)).await?;
+    }
+    while !sent_at.is_empty() {
+        let next = match ws.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                ws.flush().await?;
+                ws.next().await
+            }
+        };
+        let id = match next.context("the server closed the connection")?? {
+            Message::Text(t) => leading_id(t.as_bytes()),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => bail!("unexpected answer: {other:?}"),
+        };
+        let Some(sent) = id.and_then(|id| sent_at.remove(&id)) else {
+            bail!("an answer with no id in flight: {id:?}");
+        };
+        let now = Instant::now();
+        if now >= from && now <= until {
+            hist.saturating_record(micros(now - sent));
+        }
+        if now < until {
+            ws.feed(next_message(&mut sent_at)).await?;
+        }
+    }
+    Ok(hist)
+}
+
+/// `{"id":SEQ,"p":"xx..."}`, padded with x to `size` bytes (longer when
+/// `size` is too small for the id).
+fn id_message(seq: u64, size: usize) -> String {
+    let mut m = format!("{{\"id\":{seq},\"p\":\"");
+    let pad = size.saturating_sub(m.len() + 2);
+    m.extend(std::iter::repeat_n('x', pad));
+    m.push_str("\"}");
+    m
+}
+
+/// The number an answer starts with, `{"id":N` (the gateway's protocol
+/// answers and the bare server's echo both begin so): a scan, not a JSON
+/// parse, so the client's cost stays the same for both servers.
+fn leading_id(text: &[u8]) -> Option<u64> {
+    let digits = text.strip_prefix(b"{\"id\":")?;
+    let end = digits.iter().position(|b| !b.is_ascii_digit()).unwrap_or(digits.len());
+    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
 }
 
 // --- fan-out --------------------------------------------------------------

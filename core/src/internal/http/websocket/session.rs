@@ -271,7 +271,7 @@ impl Session {
             Protocol::Id => match protocol::request_id(&body) {
                 Ok(id) => {
                     let mut info = base.to_vec();
-                    info::push(&mut info, b"websocket_request_id", id.to_string().as_bytes());
+                    info::push(&mut info, b"websocket_request_id", id.as_json().as_bytes());
                     (Some(info), Some(id))
                 }
                 Err(why) => {
