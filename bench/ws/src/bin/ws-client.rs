@@ -177,14 +177,7 @@ async fn keep_window(
         sent_at.push_back(Instant::now());
     }
     while let Some(&sent) = sent_at.front() {
-        let next = match ws.next().now_or_never() {
-            Some(next) => next,
-            None => {
-                ws.flush().await?;
-                ws.next().await
-            }
-        };
-        match next.context("the server closed the connection")?? {
+        match next_answer(&mut ws).await? {
             Message::Text(t) if t.len() == size => {}
             Message::Binary(b) if b.len() == size => {}
             Message::Ping(_) | Message::Pong(_) => continue,
@@ -202,6 +195,19 @@ async fn keep_window(
     }
     // The connection ends with the process: no close handshake to time.
     Ok(hist)
+}
+
+/// The next message from the server; what was fed is flushed first when
+/// none is already read, so a burst of answers is followed by one write.
+async fn next_answer(ws: &mut Ws) -> anyhow::Result<Message> {
+    let next = match ws.next().now_or_never() {
+        Some(next) => next,
+        None => {
+            ws.flush().await?;
+            ws.next().await
+        }
+    };
+    Ok(next.context("the server closed the connection")??)
 }
 
 /// As `keep_window`, with messages that carry their sequence number as a
@@ -227,14 +233,7 @@ async fn keep_window_with_ids(
         ws.feed(next_message(&mut sent_at)).await?;
     }
     while !sent_at.is_empty() {
-        let next = match ws.next().now_or_never() {
-            Some(next) => next,
-            None => {
-                ws.flush().await?;
-                ws.next().await
-            }
-        };
-        let id = match next.context("the server closed the connection")?? {
+        let id = match next_answer(&mut ws).await? {
             Message::Text(t) => leading_id(t.as_bytes()),
             Message::Ping(_) | Message::Pong(_) => continue,
             other => bail!("unexpected answer: {other:?}"),
