@@ -168,10 +168,35 @@ pub fn websocket_server_frames(b: &[u8]) -> Result<Vec<(u8, Vec<u8>)>, String> {
     crate::internal::http_websocket::server_frames(b)
 }
 
+/// Checks a text message the gateway wrote under protocol "id": a JSON
+/// object whose "id" is null, a string or a number, with a "status" (the
+/// answers are written by hand around the service's bytes, not serialized).
+pub fn websocket_protocol_answer(text: &[u8]) -> Result<(), String> {
+    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
+    let ok_id = matches!(
+        v.get("id"),
+        Some(serde_json::Value::Null | serde_json::Value::String(_) | serde_json::Value::Number(_))
+    );
+    match v.get("status") {
+        Some(serde_json::Value::String(_)) if ok_id => Ok(()),
+        _ => Err("no \"id\" or no \"status\"".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use cumulo_proto::{decode, next_frame_len, Frame, Status, TransId, LEN_PREFIX};
+
+    #[test]
+    fn protocol_answers_are_checked() {
+        assert!(websocket_protocol_answer(br#"{"id":7,"status":"OK","response":{"a":1}}"#).is_ok());
+        assert!(websocket_protocol_answer(br#"{"id":null,"status":"BAD_MESSAGE","error":"x"}"#).is_ok());
+        for bad in [&br#"{"status":"OK"}"#[..], br#"{"id":[1],"status":"OK"}"#, br#"{"id":1}"#, b"{\"id\":1,", b"text"]
+        {
+            assert!(websocket_protocol_answer(bad).is_err(), "{bad:?}");
+        }
+    }
 
     fn frames(mut out: &[u8]) -> Vec<(u8, Vec<u8>)> {
         let mut v = Vec::new();

@@ -5,7 +5,8 @@
 //! how the bytes are split into writes. The client never closes: the
 //! gateway must end the connection itself (close code, or the idle
 //! timeout), answer the upgrade with 101, and write only well-formed,
-//! unmasked server frames after it.
+//! unmasked server frames after it, whose text messages are the protocol's
+//! JSON answers.
 #![no_main]
 
 use cumulo_core::fuzzing;
@@ -31,7 +32,11 @@ fuzz_target!(|data: &[u8]| {
     });
     assert!(out.starts_with(b"HTTP/1.1 101 "), "no 101: {:?}", String::from_utf8_lossy(&out));
     let end = out.windows(4).position(|w| w == b"\r\n\r\n").expect("the head ends") + 4;
-    if let Err(why) = fuzzing::websocket_server_frames(&out[end..]) {
-        panic!("{why}: {:?}", &out[end..]);
+    let frames = fuzzing::websocket_server_frames(&out[end..]).unwrap_or_else(|why| panic!("{why}: {:?}", &out[end..]));
+    // Text frames are the protocol's answers and refusals: JSON, every one.
+    for (_, text) in frames.iter().filter(|(opcode, _)| *opcode == 1) {
+        if let Err(why) = fuzzing::websocket_protocol_answer(text) {
+            panic!("{why}: {:?}", String::from_utf8_lossy(text));
+        }
     }
 });
