@@ -180,22 +180,25 @@ impl Session {
         let overflowed = out.overflowed();
         let next_request = self.api.next_request();
         tokio::pin!(idle_timer, ping_timer, stopping, close_requested, overflowed, next_request);
-        // The socket's read side and the gateway's stop are polled only
-        // when woken themselves, not on every push or answer (gate.rs).
-        let (read_gate, stop_gate) = (Gate::new(), Gate::new());
+        // Every branch but the calls, the pushes and the writer is polled
+        // only when woken itself, not on every push or answer (gate.rs):
+        // while a write waits for answers (HOLD_ROUNDS) the task is polled
+        // once per round of the event loop.
+        let [read_gate, stop_gate, close_gate, overflow_gate, idle_gate, ping_gate] =
+            std::array::from_fn(|_| Gate::new());
         loop {
             out.expecting.set(calls.len());
             tokio::select! {
                 biased;
                 () = poll_fn(|cx| stop_gate.poll(cx, |cx| stopping.as_mut().poll(cx))) => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
-                why = &mut close_requested => {
+                why = poll_fn(|cx| close_gate.poll(cx, |cx| close_requested.as_mut().poll(cx))) => {
                     let text = match why {
                         CloseReason::Replaced => "a newer connection took this name",
                         _ => "closed by the operator",
                     };
                     return (why, Some((CloseCode::Normal, text)));
                 }
-                () = &mut overflowed => return (CloseReason::SlowReader, None),
+                () = poll_fn(|cx| overflow_gate.poll(cx, |cx| overflowed.as_mut().poll(cx))) => return (CloseReason::SlowReader, None),
                 Some(reply) = calls.next(), if !calls.is_empty() => {
                     if let Some(m) = reply {
                         out.push(m);
@@ -224,14 +227,14 @@ impl Session {
                 // After the branches that queue answers and start calls, so
                 // that a write sees the calls just started (Outgoing::expecting).
                 () = &mut writer => return (CloseReason::SlowReader, None),
-                () = &mut idle_timer => {
+                () = poll_fn(|cx| idle_gate.poll(cx, |cx| idle_timer.as_mut().poll(cx))) => {
                     let deadline = last_frame + idle;
                     if deadline <= Instant::now() {
                         return (CloseReason::Idle, Some((CloseCode::Away, "idle timeout: nothing received within idle_timeout_ms")));
                     }
                     idle_timer.as_mut().reset(deadline);
                 }
-                () = &mut ping_timer, if self.cfg.ping_ms > 0 => {
+                () = poll_fn(|cx| ping_gate.poll(cx, |cx| ping_timer.as_mut().poll(cx))), if self.cfg.ping_ms > 0 => {
                     ping_timer.as_mut().reset(Instant::now() + ping_every);
                     out.push(Message::Ping(Bytes::from_static(b"cumulo")));
                 }
