@@ -20,6 +20,7 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
 use std::future::{poll_fn, Future};
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{sleep, Instant};
@@ -180,25 +181,53 @@ impl Session {
         let overflowed = out.overflowed();
         let next_request = self.api.next_request();
         tokio::pin!(idle_timer, ping_timer, stopping, close_requested, overflowed, next_request);
-        // Every branch but the calls, the pushes and the writer is polled
-        // only when woken itself, not on every push or answer (gate.rs):
+        // The socket's read side, and together what seldom happens (a stop,
+        // a close, an overflow, the idle and ping timers), are polled only
+        // when woken themselves, not on every push or answer (gate.rs):
         // while a write waits for answers (HOLD_ROUNDS) the task is polled
         // once per round of the event loop.
-        let [read_gate, stop_gate, close_gate, overflow_gate, idle_gate, ping_gate] =
-            std::array::from_fn(|_| Gate::new());
+        let (read_gate, seldom_gate) = (Gate::new(), Gate::new());
+        let ping = self.cfg.ping_ms > 0;
         loop {
             out.expecting.set(calls.len());
             tokio::select! {
                 biased;
-                () = poll_fn(|cx| stop_gate.poll(cx, |cx| stopping.as_mut().poll(cx))) => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
-                why = poll_fn(|cx| close_gate.poll(cx, |cx| close_requested.as_mut().poll(cx))) => {
-                    let text = match why {
-                        CloseReason::Replaced => "a newer connection took this name",
-                        _ => "closed by the operator",
-                    };
-                    return (why, Some((CloseCode::Normal, text)));
-                }
-                () = poll_fn(|cx| overflow_gate.poll(cx, |cx| overflowed.as_mut().poll(cx))) => return (CloseReason::SlowReader, None),
+                event = poll_fn(|cx| seldom_gate.poll(cx, |cx| {
+                    if stopping.as_mut().poll(cx).is_ready() {
+                        Poll::Ready(Seldom::Stopping)
+                    } else if let Poll::Ready(why) = close_requested.as_mut().poll(cx) {
+                        Poll::Ready(Seldom::CloseRequested(why))
+                    } else if overflowed.as_mut().poll(cx).is_ready() {
+                        Poll::Ready(Seldom::Overflowed)
+                    } else if idle_timer.as_mut().poll(cx).is_ready() {
+                        Poll::Ready(Seldom::IdleTimer)
+                    } else if ping && ping_timer.as_mut().poll(cx).is_ready() {
+                        Poll::Ready(Seldom::PingTimer)
+                    } else {
+                        Poll::Pending
+                    }
+                })) => match event {
+                    Seldom::Stopping => return (CloseReason::Stopping, Some((CloseCode::Away, "the gateway is stopping"))),
+                    Seldom::CloseRequested(why) => {
+                        let text = match why {
+                            CloseReason::Replaced => "a newer connection took this name",
+                            _ => "closed by the operator",
+                        };
+                        return (why, Some((CloseCode::Normal, text)));
+                    }
+                    Seldom::Overflowed => return (CloseReason::SlowReader, None),
+                    Seldom::IdleTimer => {
+                        let deadline = last_frame + idle;
+                        if deadline <= Instant::now() {
+                            return (CloseReason::Idle, Some((CloseCode::Away, "idle timeout: nothing received within idle_timeout_ms")));
+                        }
+                        idle_timer.as_mut().reset(deadline);
+                    }
+                    Seldom::PingTimer => {
+                        ping_timer.as_mut().reset(Instant::now() + ping_every);
+                        out.push(Message::Ping(Bytes::from_static(b"cumulo")));
+                    }
+                },
                 Some(reply) = calls.next(), if !calls.is_empty() => {
                     if let Some(m) = reply {
                         out.push(m);
@@ -227,17 +256,6 @@ impl Session {
                 // After the branches that queue answers and start calls, so
                 // that a write sees the calls just started (Outgoing::expecting).
                 () = &mut writer => return (CloseReason::SlowReader, None),
-                () = poll_fn(|cx| idle_gate.poll(cx, |cx| idle_timer.as_mut().poll(cx))) => {
-                    let deadline = last_frame + idle;
-                    if deadline <= Instant::now() {
-                        return (CloseReason::Idle, Some((CloseCode::Away, "idle timeout: nothing received within idle_timeout_ms")));
-                    }
-                    idle_timer.as_mut().reset(deadline);
-                }
-                () = poll_fn(|cx| ping_gate.poll(cx, |cx| ping_timer.as_mut().poll(cx))), if self.cfg.ping_ms > 0 => {
-                    ping_timer.as_mut().reset(Instant::now() + ping_every);
-                    out.push(Message::Ping(Bytes::from_static(b"cumulo")));
-                }
             }
         }
     }
@@ -357,6 +375,15 @@ fn read_error(e: WsError) -> (CloseReason, Option<(CloseCode, &'static str)>) {
         WsError::Utf8(_) => (CloseReason::Protocol, Some((CloseCode::Invalid, "text message is not UTF-8"))),
         _ => (CloseReason::Client, None),
     }
+}
+
+/// What seldom wakes a session, polled behind one gate.
+enum Seldom {
+    Stopping,
+    CloseRequested(CloseReason),
+    Overflowed,
+    IdleTimer,
+    PingTimer,
 }
 
 /// Text when it is UTF-8 (and not asked for binary), else binary.
