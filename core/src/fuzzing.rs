@@ -168,18 +168,26 @@ pub fn websocket_server_frames(b: &[u8]) -> Result<Vec<(u8, Vec<u8>)>, String> {
     crate::internal::http_websocket::server_frames(b)
 }
 
-/// Checks a text message the gateway wrote under protocol "id": a JSON
-/// object whose "id" is null, a string or a number, with a "status" (the
-/// answers are written by hand around the service's bytes, not serialized).
+/// Checks a text message the gateway wrote under protocol "id": JSON (by
+/// the grammar: a lone surrogate escape such as `"\ud800"` is JSON, though
+/// `serde_json::Value` refuses it), an object whose "id" is null, a string
+/// or a number, with a "status" string (the answers are written by hand
+/// around the service's bytes, not serialized).
 pub fn websocket_protocol_answer(text: &[u8]) -> Result<(), String> {
-    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
-    let ok_id = matches!(
-        v.get("id"),
-        Some(serde_json::Value::Null | serde_json::Value::String(_) | serde_json::Value::Number(_))
-    );
-    match v.get("status") {
-        Some(serde_json::Value::String(_)) if ok_id => Ok(()),
-        _ => Err("no \"id\" or no \"status\"".into()),
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+        status: String,
+    }
+    if text.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err("not a JSON object".into());
+    }
+    let a: Answer<'_> = serde_json::from_slice(text).map_err(|e| format!("not an answer: {e}"))?;
+    match a.id.get().as_bytes().first() {
+        _ if a.status.is_empty() => Err("an empty \"status\"".into()),
+        Some(b'n' | b'"' | b'-' | b'0'..=b'9') => Ok(()),
+        _ => Err(format!("\"id\" is {}", a.id.get())),
     }
 }
 
@@ -192,8 +200,18 @@ mod tests {
     fn protocol_answers_are_checked() {
         assert!(websocket_protocol_answer(br#"{"id":7,"status":"OK","response":{"a":1}}"#).is_ok());
         assert!(websocket_protocol_answer(br#"{"id":null,"status":"BAD_MESSAGE","error":"x"}"#).is_ok());
-        for bad in [&br#"{"status":"OK"}"#[..], br#"{"id":[1],"status":"OK"}"#, br#"{"id":1}"#, b"{\"id\":1,", b"text"]
-        {
+        for bad in [
+            &br#"{"status":"OK"}"#[..],
+            br#"{"id":[1],"status":"OK"}"#,
+            br#"{"id":true,"status":"OK"}"#,
+            br#"{"id":1}"#,
+            br#"{"id":1,"status":2}"#,
+            br#"{"id":1,"status":""}"#,
+            br#"[{"id":1,"status":"OK"}]"#,
+            br#"{"id":1,"status":"OK","response":"\u00"}"#,
+            b"{\"id\":1,",
+            b"text",
+        ] {
             assert!(websocket_protocol_answer(bad).is_err(), "{bad:?}");
         }
     }

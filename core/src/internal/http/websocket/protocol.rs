@@ -63,11 +63,14 @@ pub fn answer(id: &RequestId, status: Status, response: &[u8]) -> String {
         push_json_string(&mut out, &String::from_utf8_lossy(response));
     } else {
         out.push_str("\",\"response\":");
-        match std::str::from_utf8(response) {
-            _ if response.is_empty() => out.push_str("null"),
-            Ok(text) if serde_json::from_str::<IgnoredAny>(text).is_ok() => out.push_str(text),
-            Ok(text) => push_json_string(&mut out, text),
-            Err(_) => push_json_string(&mut out, &String::from_utf8_lossy(response)),
+        if response.is_empty() {
+            out.push_str("null");
+        } else {
+            match std::str::from_utf8(response) {
+                Ok(text) if serde_json::from_str::<IgnoredAny>(text).is_ok() => out.push_str(text),
+                Ok(text) => push_json_string(&mut out, text),
+                Err(_) => push_json_string(&mut out, &String::from_utf8_lossy(response)),
+            }
         }
     }
     out.push('}');
@@ -135,8 +138,26 @@ mod tests {
         assert_eq!(a["response"], "\u{fffd}bytes");
         let a = parse(answer(&id(r#"{"id":3}"#), Status::NoService, b"nobody"));
         assert_eq!(a, json!({"id": 3, "status": "NO_SERVICE", "error": "nobody"}));
-        // the id first, as a client scanning for it expects
+        // the id first, as a client scanning for it expects, and as written
         assert!(answer(&id(r#"{"id":42}"#), Status::Ok, b"1").starts_with(r#"{"id":42,"#));
+        assert!(answer(&id(r#"{"id": 7.50}"#), Status::Ok, b"1").starts_with(r#"{"id":7.50,"#));
+        // a JSON answer byte for byte (key order and spacing kept)
+        let raw = r#"{"b": 1,  "a": [2]}"#;
+        assert_eq!(
+            answer(&id(r#"{"id":1}"#), Status::Ok, raw.as_bytes()),
+            format!(r#"{{"id":1,"status":"OK","response":{raw}}}"#)
+        );
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_are_json_and_pass_through() {
+        // RFC 8259 allows them in the grammar (browsers' JSON.parse takes
+        // them); serde_json's Value does not, which is why the message is
+        // not parsed into one.
+        let message = r#"{"id":1,"x":"\ud800"}"#;
+        let a = answer(&id(message), Status::Ok, message.as_bytes());
+        assert_eq!(a, format!(r#"{{"id":1,"status":"OK","response":{message}}}"#));
+        assert!(crate::fuzzing::websocket_protocol_answer(a.as_bytes()).is_ok());
     }
 
     #[test]
