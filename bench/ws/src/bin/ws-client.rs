@@ -128,19 +128,17 @@ fn micros(d: Duration) -> u64 {
 
 async fn echo(a: EchoArgs) -> anyhow::Result<()> {
     let conns = open(&a.url, a.connections, |ws| ws).await?;
-    // One message, shared: each send clones a reference, not the bytes.
-    let payload = Message::Text(Utf8Bytes::from("x".repeat(a.size)));
+    let messages = if a.ids {
+        Messages::WithIds { size: a.size }
+    } else {
+        // One message, shared: each send clones a reference, not the bytes.
+        Messages::Same { payload: Message::Text(Utf8Bytes::from("x".repeat(a.size))), size: a.size }
+    };
     let measured_from = Instant::now() + Duration::from_secs_f64(a.warmup);
     let until = measured_from + Duration::from_secs_f64(a.duration);
     let tasks: Vec<_> = conns
         .into_iter()
-        .map(|ws| {
-            if a.ids {
-                tokio::spawn(keep_window_with_ids(ws, a.window, a.size, measured_from, until).boxed())
-            } else {
-                tokio::spawn(keep_window(ws, a.window, payload.clone(), a.size, measured_from, until).boxed())
-            }
-        })
+        .map(|ws| tokio::spawn(keep_window(ws, a.window, messages.clone(), measured_from, until)))
         .collect();
     let mut all = histogram();
     for t in tasks {
@@ -158,6 +156,43 @@ async fn echo(a: EchoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a connection sends, and how an answer is matched to its message.
+#[derive(Clone)]
+enum Messages {
+    /// The same message each time; answers come in order.
+    Same { payload: Message, size: usize },
+    /// `{"id":SEQ,"p":"xx..."}` of `size` bytes (the gateway's protocol
+    /// "id"); answers are matched by their id, in whatever order.
+    WithIds { size: usize },
+}
+
+impl Messages {
+    fn make(&self, seq: u64) -> Message {
+        match self {
+            Messages::Same { payload, .. } => payload.clone(),
+            Messages::WithIds { size } => Message::Text(Utf8Bytes::from(id_message(seq, *size))),
+        }
+    }
+
+    /// Which of the messages in flight (sequence numbers, oldest first)
+    /// `answer` answers; None for a ping or pong.
+    fn answered(&self, answer: &Message, in_flight: &VecDeque<(u64, Instant)>) -> anyhow::Result<Option<usize>> {
+        let index = match (self, answer) {
+            (_, Message::Ping(_) | Message::Pong(_)) => return Ok(None),
+            (Messages::Same { size, .. }, Message::Text(t)) if t.len() == *size => Some(0),
+            (Messages::Same { size, .. }, Message::Binary(b)) if b.len() == *size => Some(0),
+            (Messages::WithIds { .. }, Message::Text(t)) => {
+                leading_id(t.as_bytes()).and_then(|id| in_flight.iter().position(|(seq, _)| *seq == id))
+            }
+            _ => None,
+        };
+        match index {
+            Some(i) if i < in_flight.len() => Ok(Some(i)),
+            _ => bail!("unexpected answer: {answer:?}"),
+        }
+    }
+}
+
 /// Keeps `window` messages in flight on one connection until `until`, then
 /// waits for the last answers. Answers arriving in [`from`, `until`] are
 /// counted and timed. Writes are flushed once no further answer is already
@@ -165,32 +200,32 @@ async fn echo(a: EchoArgs) -> anyhow::Result<()> {
 async fn keep_window(
     mut ws: Ws,
     window: usize,
-    payload: Message,
-    size: usize,
+    messages: Messages,
     from: Instant,
     until: Instant,
 ) -> anyhow::Result<Histogram<u64>> {
     let mut hist = histogram();
-    let mut sent_at = VecDeque::with_capacity(window);
+    // (sequence number, send time) of the messages in flight, oldest first:
+    // a window's worth, searched in order (answers come mostly in order).
+    let mut in_flight: VecDeque<(u64, Instant)> = VecDeque::with_capacity(window);
+    let mut seq = 0u64;
     for _ in 0..window {
-        ws.feed(payload.clone()).await?;
-        sent_at.push_back(Instant::now());
+        seq += 1;
+        ws.feed(messages.make(seq)).await?;
+        in_flight.push_back((seq, Instant::now()));
     }
-    while let Some(&sent) = sent_at.front() {
-        match next_answer(&mut ws).await? {
-            Message::Text(t) if t.len() == size => {}
-            Message::Binary(b) if b.len() == size => {}
-            Message::Ping(_) | Message::Pong(_) => continue,
-            other => bail!("unexpected answer: {other:?}"),
-        }
-        sent_at.pop_front();
+    while !in_flight.is_empty() {
+        let answer = next_answer(&mut ws).await?;
+        let Some(i) = messages.answered(&answer, &in_flight)? else { continue };
+        let (_, sent) = in_flight.remove(i).expect("answered gives an index in flight");
         let now = Instant::now();
         if now >= from && now <= until {
             hist.saturating_record(micros(now - sent));
         }
         if now < until {
-            ws.feed(payload.clone()).await?;
-            sent_at.push_back(now);
+            seq += 1;
+            ws.feed(messages.make(seq)).await?;
+            in_flight.push_back((seq, now));
         }
     }
     // The connection ends with the process: no close handshake to time.
@@ -210,70 +245,14 @@ async fn next_answer(ws: &mut Ws) -> anyhow::Result<Message> {
     Ok(next.context("the server closed the connection")??)
 }
 
-/// As `keep_window`, with messages that carry their sequence number as a
-/// JSON `"id"`, and answers matched to their message by it (the gateway's
-/// protocol `"id"` answers in the order the calls end).
-async fn keep_window_with_ids(
-    mut ws: Ws,
-    window: usize,
-    size: usize,
-    from: Instant,
-    until: Instant,
-) -> anyhow::Result<Histogram<u64>> {
-    let mut hist = histogram();
-    // (id, send time) of the messages in flight: a window's worth, searched
-    // in order (answers come mostly in order), cheaper than hashing each id.
-    let mut sent_at: VecDeque<(u64, Instant)> = VecDeque::with_capacity(window);
-    let mut seq = 0u64;
-    // The next message, its send time noted.
-    let mut next_message = |sent_at: &mut VecDeque<(u64, Instant)>| {
-        seq += 1;
-        sent_at.push_back((seq, Instant::now()));
-        Message::Text(Utf8Bytes::from(id_message(seq, size)))
-    };
-    for _ in 0..window {
-        ws.feed(next_message(&mut sent_at)).await?;
-    }
-    while !sent_at.is_empty() {
-        let id = match next_answer(&mut ws).await? {
-            Message::Text(t) => leading_id(t.as_bytes()),
-            Message::Ping(_) | Message::Pong(_) => continue,
-            other => bail!("unexpected answer: {other:?}"),
-        };
-        let Some((_, sent)) =
-            id.and_then(|id| sent_at.iter().position(|(s, _)| *s == id)).and_then(|i| sent_at.remove(i))
-        else {
-            bail!("an answer with no id in flight: {id:?}");
-        };
-        let now = Instant::now();
-        if now >= from && now <= until {
-            hist.saturating_record(micros(now - sent));
-        }
-        if now < until {
-            ws.feed(next_message(&mut sent_at)).await?;
-        }
-    }
-    Ok(hist)
-}
-
 /// `{"id":SEQ,"p":"xx..."}`, padded with x to `size` bytes (longer when
 /// `size` is too small for the id). Written without `format!`: the client's
 /// cost per message should stay near the plain echo's, whose message is one
 /// shared buffer.
 fn id_message(seq: u64, size: usize) -> String {
     const PAD: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = seq;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = std::str::from_utf8(&digits[at..]).unwrap_or("0");
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(seq);
     let mut m = String::with_capacity(size.max(16 + digits.len()));
     m.push_str("{\"id\":");
     m.push_str(digits);
