@@ -18,8 +18,10 @@
 //!
 //! The same state tells when the connection is idle (no request served,
 //! its last response written) so that it can be parked without hyper's
-//! buffers (park.rs).
+//! buffers (park.rs), once it has stayed idle for `Timeouts::park_after`
+//! (the listener's `IdleConnections` tells it when).
 
+use super::park::IdleConnections;
 use futures_util::task::AtomicWaker;
 use hyper::body::{Body, Frame, SizeHint};
 use std::future::{poll_fn, Future};
@@ -42,6 +44,9 @@ pub struct Timeouts {
     pub head: Duration,
     /// An answer, counted from the request's head.
     pub answer: Duration,
+    /// Idle this long after a response, a connection is parked (park.rs);
+    /// zero parks it as soon as its response is written.
+    pub park_after: Duration,
 }
 
 /// Shared by the connection's task, its requests and its socket wrapper
@@ -59,6 +64,13 @@ pub struct Deadlines {
     write_pending: AtomicBool,
     /// A request was served since the connection was last parked.
     served: AtomicBool,
+    /// The connection waits in its listener's `IdleConnections`.
+    queued: AtomicBool,
+    /// `IdleConnections` found it idle for `park_after`: park it.
+    park_now: AtomicBool,
+    /// The request being served (or the last) came within `park_after` of
+    /// the previous response: a busy client, likely to send the next soon.
+    quick: AtomicBool,
 }
 
 /// What `Deadlines::next` saw.
@@ -81,6 +93,9 @@ impl Deadlines {
             waiter: AtomicWaker::new(),
             write_pending: AtomicBool::new(false),
             served: AtomicBool::new(false),
+            queued: AtomicBool::new(false),
+            park_now: AtomicBool::new(false),
+            quick: AtomicBool::new(false),
         })
     }
 
@@ -97,7 +112,10 @@ impl Deadlines {
     /// request); then the connection waits for its next head.
     pub fn serving(self: &Arc<Self>) -> Serving {
         self.overdue.store(false, Relaxed);
-        self.since.store(self.elapsed(Instant::now()) | SERVING, Relaxed);
+        let (now, waited) = (self.elapsed(Instant::now()), self.since.load(Relaxed));
+        let quick = waited & SERVING == 0 && now.saturating_sub(waited) < self.timeouts.park_after.as_nanos() as u64;
+        self.quick.store(quick, Relaxed);
+        self.since.store(now | SERVING, Relaxed);
         Serving(self.clone())
     }
 
@@ -148,17 +166,34 @@ impl Deadlines {
         self.timeouts.head.min(self.timeouts.answer)
     }
 
-    /// The next event of the connection: `Idle` (only if `park`) once a
-    /// request was served and its response written, `HeadExpired` when a
-    /// head is overdue. Meanwhile marks requests past their answer deadline
-    /// as overdue. `sleep` is the connection's one timer, reset here, never
+    /// The next event of the connection: `HeadExpired` when a head is
+    /// overdue. Meanwhile marks requests past their answer deadline as
+    /// overdue. `sleep` is the connection's one timer, reset here, never
     /// re-created: a request costs no timer-wheel entry. Polled in one
     /// `select!` beside the connection, in its task: every wake-up of the
     /// connection (a request ending, a write going through) looks again.
-    pub async fn next(&self, mut sleep: Pin<&mut Sleep>, park: bool) -> Event {
-        poll_fn(|cx| loop {
-            if park && self.take_idle() {
-                return Poll::Ready(Event::Idle);
+    pub async fn next(self: &Arc<Self>, mut sleep: Pin<&mut Sleep>) -> Event {
+        poll_fn(|cx| self.poll_next(cx, sleep.as_mut(), None)).await
+    }
+
+    /// As `next`, and `Idle` once a request was served, its response
+    /// written and the connection idle for `park_after` since (`idle`: the
+    /// listener's idle connections).
+    pub async fn next_or_idle(self: &Arc<Self>, mut sleep: Pin<&mut Sleep>, idle: &IdleConnections) -> Event {
+        poll_fn(|cx| self.poll_next(cx, sleep.as_mut(), Some(idle))).await
+    }
+
+    fn poll_next(
+        self: &Arc<Self>,
+        cx: &mut Context<'_>,
+        mut sleep: Pin<&mut Sleep>,
+        park: Option<&IdleConnections>,
+    ) -> Poll<Event> {
+        loop {
+            if let Some(idle) = park {
+                if self.parkable(idle, cx) {
+                    return Poll::Ready(Event::Idle);
+                }
             }
             // Waiting for a head, due before the timer: the timer was set
             // while a request was served (to its answer deadline) and is
@@ -195,20 +230,89 @@ impl Deadlines {
                 }
             };
             sleep.as_mut().reset(next);
-        })
-        .await
+        }
+    }
+
+    /// Whether to park now. A connection whose last request came soon after
+    /// the one before (`quick`) waits in `idle` once idle, hyper kept (its
+    /// next request, likely soon, costs no new hyper connection and
+    /// buffers), and `idle` marks it `park_now` once idle for `park_after`.
+    /// Any other is parked as soon as it is idle: a client that sends now
+    /// and then (thousands of connections at a modest rate) costs no entry
+    /// and no second wake-up per request.
+    fn parkable(self: &Arc<Self>, idle: &IdleConnections, cx: &Context<'_>) -> bool {
+        if self.park_now.swap(false, Relaxed) {
+            self.queued.store(false, Relaxed);
+            if self.is_idle() {
+                self.served.store(false, Relaxed);
+                return true;
+            }
+        }
+        if self.timeouts.park_after.is_zero() || !self.quick.load(Relaxed) {
+            return self.take_idle();
+        }
+        if !self.queued.load(Relaxed) && self.take_idle() {
+            self.queued.store(true, Relaxed);
+            idle.push(self.clone(), self.idle_until(), cx.waker().clone());
+        }
+        false
+    }
+
+    /// Parked and woken by new bytes: a mark or a place in `IdleConnections`
+    /// from before belongs to the hyper connection that is gone (an entry
+    /// left in the queue looks at the connection as it is when due).
+    pub fn unparked(&self) {
+        self.park_now.store(false, Relaxed);
+        self.queued.store(false, Relaxed);
+    }
+
+    /// No request is served and the last response is written.
+    fn is_idle(&self) -> bool {
+        self.since.load(Relaxed) & SERVING == 0 && !self.write_pending.load(Relaxed)
     }
 
     /// Idle: a request was served since the last time, its response is
     /// written and no other is being served.
     fn take_idle(&self) -> bool {
-        let idle =
-            self.since.load(Relaxed) & SERVING == 0 && !self.write_pending.load(Relaxed) && self.served.load(Relaxed);
+        let idle = self.is_idle() && self.served.load(Relaxed);
         if idle {
             self.served.store(false, Relaxed);
         }
         idle
     }
+
+    /// When an idle connection will have been idle for `park_after`.
+    fn idle_until(&self) -> Instant {
+        self.at(self.since.load(Relaxed)) + self.timeouts.park_after
+    }
+
+    /// For `IdleConnections`, `now` that the connection's wait is due: parks
+    /// it (`true`: wake its task) if idle since `park_after`; if idle for
+    /// less (it served another request meanwhile), when to look again;
+    /// if busy, takes it out (it waits again once idle).
+    pub(super) fn idle_check(&self, now: Instant) -> IdleCheck {
+        if !self.is_idle() {
+            self.queued.store(false, Relaxed);
+            return IdleCheck::Busy;
+        }
+        let until = self.idle_until();
+        if until > now {
+            return IdleCheck::NotYet(until);
+        }
+        self.park_now.store(true, Relaxed);
+        IdleCheck::Park
+    }
+}
+
+/// What `Deadlines::idle_check` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IdleCheck {
+    /// Marked to park: wake its task.
+    Park,
+    /// Idle, but not for long enough before this instant.
+    NotYet(Instant),
+    /// Serving or writing: out of the idle queue.
+    Busy,
 }
 
 /// While alive, a request is being served (`Deadlines::serving`).

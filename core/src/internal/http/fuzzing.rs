@@ -5,6 +5,7 @@
 
 use super::gateway::Gateway;
 use super::names::NameMapping;
+use super::park::IdleConnections;
 use super::request::{query_request, request_info, takes_query};
 use super::response::from_service;
 use super::server::{builder, framing_limits, timeouts, Connection};
@@ -73,13 +74,19 @@ where
     let s = Settings::from_settings(settings)?;
     let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|(_, m)| m)?;
     let gateway = Rc::new(Gateway::new(api, &s, None));
+    let idle = Rc::new(IdleConnections::default());
     let conn = Connection {
         gateway,
         http: builder(&s),
         framing: framing_limits(&s),
         timeouts: timeouts(&s),
         open: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1)),
+        idle: idle.clone(),
     };
-    conn.serve(stream, "127.0.0.1:1".into(), CancellationToken::new()).await;
+    // The listener's sweep of idle connections, for this one (park.rs).
+    tokio::select! {
+        () = conn.serve(stream, "127.0.0.1:1".into(), CancellationToken::new()) => {}
+        () = idle.sweep() => {}
+    }
     Ok(())
 }

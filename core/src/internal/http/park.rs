@@ -14,15 +14,117 @@
 //! is being served), and at most once per request served, so a head that
 //! arrives in pieces is parsed by one hyper connection, not once per piece.
 
+use super::deadlines::{Deadlines, IdleCheck};
 use bytes::{Bytes, BytesMut};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll, Waker};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
 
 /// Bytes read at once while parked; more stay in the socket for hyper.
 const WAKE_READ: usize = 2048;
+
+/// Connections waiting to be parked, oldest first: at most one entry per
+/// open connection (`Deadlines::queued`), plus the entries of connections
+/// closed in the last `park_after`, which are dropped when due.
+#[derive(Default)]
+pub struct IdleConnections {
+    queue: RefCell<VecDeque<Waiting>>,
+    /// The task running `sweep`, woken when the queue stops being empty.
+    sweeper: Cell<Option<Waker>>,
+}
+
+struct Waiting {
+    due: Instant,
+    deadlines: Arc<Deadlines>,
+    /// The connection's task.
+    task: Waker,
+}
+
+/// Entries looked at before `sweep` lets the other tasks of the thread run.
+const SWEEP_BATCH: usize = 1024;
+
+impl IdleConnections {
+    /// A connection went idle; it is looked at again at `due`.
+    pub fn push(&self, deadlines: Arc<Deadlines>, due: Instant, task: Waker) {
+        let mut queue = self.queue.borrow_mut();
+        if queue.is_empty() {
+            if let Some(w) = self.sweeper.take() {
+                w.wake();
+            }
+        }
+        queue.push_back(Waiting { due, deadlines, task });
+    }
+
+    /// Parks the connections idle for their `park_after` (by waking their
+    /// tasks, which take hyper apart), forever; run beside the listener's
+    /// accept loop.
+    pub async fn sweep(&self) {
+        let sleep = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(sleep);
+        loop {
+            match self.due_now(Instant::now()) {
+                Next::At(due) => {
+                    sleep.as_mut().reset(due);
+                    sleep.as_mut().await;
+                }
+                Next::Empty => {
+                    poll_fn(|cx| {
+                        if self.queue.borrow().is_empty() {
+                            self.sweeper.set(Some(cx.waker().clone()));
+                            Poll::Pending
+                        } else {
+                            Poll::Ready(())
+                        }
+                    })
+                    .await
+                }
+                Next::More => tokio::task::yield_now().await,
+            }
+        }
+    }
+
+    /// Looks at the entries due by `now`, at most `SWEEP_BATCH`.
+    fn due_now(&self, now: Instant) -> Next {
+        let mut queue = self.queue.borrow_mut();
+        for _ in 0..SWEEP_BATCH {
+            match queue.front() {
+                None => return Next::Empty,
+                Some(w) if w.due > now => return Next::At(w.due),
+                Some(_) => {}
+            }
+            let Some(mut w) = queue.pop_front() else { break };
+            match w.deadlines.idle_check(now) {
+                IdleCheck::Park => w.task.wake(),
+                // Served again since it was queued: its place moves back
+                // (the queue stays nearly in time order: a later entry due
+                // a little earlier waits at most `park_after` more).
+                IdleCheck::NotYet(due) => {
+                    w.due = due;
+                    queue.push_back(w);
+                }
+                IdleCheck::Busy => {}
+            }
+        }
+        Next::More
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.queue.borrow().len()
+    }
+}
+
+enum Next {
+    Empty,
+    At(Instant),
+    More,
+}
 
 /// A stream that first gives back bytes already read from it.
 pub struct Rewind<S> {
@@ -112,7 +214,122 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::internal::http::deadlines::{Event, Timeouts};
+    use std::future::Future;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const PARK_AFTER: Duration = Duration::from_millis(20);
+
+    fn deadlines() -> Arc<Deadlines> {
+        Deadlines::new(Timeouts {
+            head: Duration::from_secs(5),
+            answer: Duration::from_secs(3),
+            park_after: PARK_AFTER,
+        })
+    }
+
+    async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+        poll_fn(|cx| Poll::Ready(Pin::new(&mut *f).poll(cx))).await
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_idle_connection_is_parked_once_idle_for_park_after_counted_from_its_last_request() {
+        let (d, idle) = (deadlines(), IdleConnections::default());
+        let sleep = d.timer();
+        tokio::pin!(sleep);
+        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
+        drop(d.serving());
+        assert!(poll_once(&mut next).await.is_pending(), "not parked at once");
+        assert_eq!(idle.len(), 1);
+        // Another request 10 ms later: hyper is still there, and the
+        // connection keeps its one place in the queue.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(d.serving());
+        assert!(poll_once(&mut next).await.is_pending());
+        assert_eq!(idle.len(), 1, "one entry per connection");
+        let start = Instant::now();
+        let event = tokio::select! {
+            e = &mut next => e,
+            () = idle.sweep() => unreachable!("the sweep never ends"),
+        };
+        assert_eq!((event, start.elapsed()), (Event::Idle, PARK_AFTER), "idle for 20 ms since the second request");
+        assert_eq!(idle.len(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_request_that_starts_before_the_task_parks_keeps_hyper() {
+        let (d, idle) = (deadlines(), IdleConnections::default());
+        let sleep = d.timer();
+        tokio::pin!(sleep);
+        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
+        drop(d.serving());
+        assert!(poll_once(&mut next).await.is_pending());
+        tokio::time::sleep(PARK_AFTER - Duration::from_millis(1)).await;
+        let serving = d.serving(); // the next request, quick again
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(matches!(idle.due_now(Instant::now()), Next::Empty), "busy when due: out of the queue");
+        assert!(poll_once(&mut next).await.is_pending(), "not parked while serving");
+        drop(serving);
+        assert!(poll_once(&mut next).await.is_pending());
+        assert_eq!(idle.len(), 1, "queued again once idle");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_request_after_a_longer_wait_is_parked_as_soon_as_it_is_answered() {
+        let (d, idle) = (deadlines(), IdleConnections::default());
+        let sleep = d.timer();
+        tokio::pin!(sleep);
+        tokio::time::sleep(PARK_AFTER).await;
+        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
+        drop(d.serving()); // 20 ms after the connection opened
+        assert_eq!(poll_once(&mut next).await, Poll::Ready(Event::Idle));
+        assert_eq!(idle.len(), 0, "no entry, no second wake-up");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_mark_made_while_parked_is_forgotten_when_bytes_wake_the_connection() {
+        let (d, idle) = (deadlines(), IdleConnections::default());
+        let sleep = d.timer();
+        tokio::pin!(sleep);
+        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
+        drop(d.serving());
+        assert!(poll_once(&mut next).await.is_pending());
+        tokio::time::sleep(PARK_AFTER).await;
+        assert!(matches!(idle.due_now(Instant::now()), Next::Empty), "marked to park");
+        d.unparked(); // (as if parked meanwhile) bytes arrive: a new hyper connection
+        assert!(poll_once(&mut next).await.is_pending(), "a head in pieces is not parked");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_connection_busy_when_due_leaves_the_queue_until_idle_again() {
+        let (d, idle) = (deadlines(), IdleConnections::default());
+        let sleep = d.timer();
+        tokio::pin!(sleep);
+        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
+        drop(d.serving());
+        assert!(poll_once(&mut next).await.is_pending());
+        let serving = d.serving();
+        tokio::time::sleep(PARK_AFTER).await;
+        assert!(matches!(idle.due_now(Instant::now()), Next::Empty));
+        assert_eq!(idle.len(), 0, "busy: out of the queue");
+        drop(serving);
+        assert!(poll_once(&mut next).await.is_pending());
+        assert_eq!(idle.len(), 1);
+    }
+
+    #[test]
+    fn the_entry_of_a_closed_connection_is_dropped_when_due() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+        rt.block_on(async {
+            let (d, idle) = (deadlines(), IdleConnections::default());
+            drop(d.serving());
+            idle.push(d, Instant::now() + PARK_AFTER, futures_util::task::noop_waker());
+            tokio::time::sleep(PARK_AFTER).await;
+            assert!(matches!(idle.due_now(Instant::now()), Next::Empty));
+            assert_eq!(idle.len(), 0);
+        });
+    }
 
     #[tokio::test]
     async fn bytes_read_ahead_come_first_then_the_stream() {

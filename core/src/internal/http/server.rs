@@ -6,7 +6,7 @@
 use super::deadlines::{Deadlines, Event, Guarded, Stamped, Timeouts};
 use super::framing::{Limits, Watched};
 use super::gateway::{Gateway, SAFETY_MARGIN};
-use super::park::Rewind;
+use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
 use crate::log_throttle::Throttle;
 use hyper::server::conn::http1;
@@ -44,8 +44,16 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     let _report = ReportOnStop(gateway.clone());
     let _stop_websockets = gateway.websockets.as_ref().map(|w| w.stopping.clone().drop_guard());
     let (mut refusals, mut accept_errors) = (Throttle::default(), Throttle::default());
+    let idle = Rc::new(IdleConnections::default());
+    let sweep = idle.sweep();
+    tokio::pin!(sweep);
     loop {
-        match listener.accept().await {
+        let accepted = tokio::select! {
+            biased;
+            a = listener.accept() => a,
+            () = &mut sweep => continue, // never ends
+        };
+        match accepted {
             Ok((stream, remote)) => {
                 if open.load(Ordering::Relaxed) >= settings.max_connections {
                     refuse(stream, &gateway);
@@ -62,6 +70,7 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                     framing: framing_limits(&settings),
                     timeouts: timeouts(&settings),
                     open: open.clone(),
+                    idle: idle.clone(),
                 };
                 tokio::task::spawn_local(conn.serve(stream, remote.to_string(), stopping.clone()));
             }
@@ -109,6 +118,7 @@ pub(super) fn timeouts(s: &Settings) -> Timeouts {
     Timeouts {
         head: Duration::from_millis(s.header_timeout_ms),
         answer: Duration::from_millis(s.timeout_ms as u64) + SAFETY_MARGIN,
+        park_after: Duration::from_millis(s.idle_park_ms),
     }
 }
 
@@ -132,6 +142,8 @@ pub(super) struct Connection {
     pub timeouts: Timeouts,
     /// Open connections, decremented when this one is dropped.
     pub open: Arc<AtomicUsize>,
+    /// The listener's connections waiting to be parked (park.rs).
+    pub idle: Rc<IdleConnections>,
 }
 
 impl Connection {
@@ -168,15 +180,16 @@ impl Connection {
                     Ok(0) | Err(_) => return, // closed by the client, or reset
                     Ok(_) => {}
                 },
-                _ = watch.next(sleep.as_mut(), false) => return expired(),
+                _ = watch.next(sleep.as_mut()) => return expired(),
                 () = stopping.cancelled() => return,
             }
+            watch.unparked();
             // Boxed: the task of a parked connection keeps no room for it.
             let mut conn = Box::new(self.http.serve_connection(TokioIo::new(io), service.clone()).with_upgrades());
             let result = tokio::select! {
                 biased;
                 r = &mut *conn => r,
-                event = watch.next(sleep.as_mut(), true) => match event {
+                event = watch.next_or_idle(sleep.as_mut(), &self.idle) => match event {
                     Event::HeadExpired => return expired(),
                     Event::Idle => match conn.into_parts() {
                         Some(parts) => {
@@ -192,7 +205,7 @@ impl Connection {
                     std::pin::Pin::new(&mut *conn).graceful_shutdown();
                     tokio::select! {
                         r = &mut *conn => r,
-                        _ = watch.next(sleep.as_mut(), false) => return expired(),
+                        _ = watch.next(sleep.as_mut()) => return expired(),
                     }
                 }
             };

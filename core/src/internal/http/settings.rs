@@ -51,6 +51,9 @@ pub struct Settings {
     pub max_headers: usize,
     pub max_header_size: usize,
     pub header_timeout_ms: u64,
+    /// An idle keep-alive connection keeps hyper this long before it is
+    /// parked without it (park.rs).
+    pub idle_park_ms: u64,
     pub body_timeout_ms: u64,
     pub keepalive: bool,
     pub headers: HeaderFilter,
@@ -78,6 +81,7 @@ impl Default for Settings {
             max_headers: HYPER_DEFAULT_MAX_HEADERS,
             max_header_size: 64 * 1024,
             header_timeout_ms: 5_000,
+            idle_park_ms: 20,
             body_timeout_ms: 30_000,
             keepalive: true,
             headers: HeaderFilter::All,
@@ -100,6 +104,7 @@ const KNOWN: &[&str] = &[
     "max_headers",
     "max_header_size",
     "header_timeout_ms",
+    "idle_park_ms",
     "body_timeout_ms",
     "keepalive",
     "headers",
@@ -126,6 +131,7 @@ impl Settings {
             max_headers: integer(table, "max_headers", d.max_headers as i64, 1, 10_000)? as usize,
             max_header_size: integer(table, "max_header_size", d.max_header_size as i64, 1024, 256 * 1024)? as usize,
             header_timeout_ms: integer(table, "header_timeout_ms", d.header_timeout_ms as i64, 10, 3_600_000)? as u64,
+            idle_park_ms: integer(table, "idle_park_ms", d.idle_park_ms as i64, 0, 60_000)? as u64,
             body_timeout_ms: integer(table, "body_timeout_ms", d.body_timeout_ms as i64, 10, 3_600_000)? as u64,
             keepalive: boolean(table, "keepalive", d.keepalive)?,
             headers: header_filter(table)?,

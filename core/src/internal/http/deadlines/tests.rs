@@ -11,15 +11,15 @@ const HEAD: Duration = Duration::from_secs(5);
 const ANSWER: Duration = Duration::from_secs(3);
 
 fn deadlines() -> Arc<Deadlines> {
-    Deadlines::new(Timeouts { head: HEAD, answer: ANSWER })
+    Deadlines::new(Timeouts { head: HEAD, answer: ANSWER, park_after: Duration::ZERO })
 }
 
 /// How long until `next` sees the head expire, on the paused clock.
-async fn time_to_expiry(d: &Deadlines) -> Duration {
+async fn time_to_expiry(d: &Arc<Deadlines>) -> Duration {
     let start = Instant::now();
     let sleep = d.timer();
     tokio::pin!(sleep);
-    assert_eq!(d.next(sleep, false).await, Event::HeadExpired);
+    assert_eq!(d.next(sleep).await, Event::HeadExpired);
     start.elapsed()
 }
 
@@ -45,11 +45,15 @@ async fn the_idle_time_counts_from_the_end_of_the_last_request() {
 async fn an_idle_connection_expires_on_time_when_the_timer_fired_during_its_last_request() {
     // A head timeout shorter than the answer time, as in a gateway with
     // header_timeout_ms = 1000 and a longer timeout_ms.
-    let d = Deadlines::new(Timeouts { head: Duration::from_secs(1), answer: Duration::from_secs(3) });
+    let d = Deadlines::new(Timeouts {
+        head: Duration::from_secs(1),
+        answer: Duration::from_secs(3),
+        park_after: Duration::ZERO,
+    });
     let start = Instant::now();
     let sleep = d.timer();
     tokio::pin!(sleep);
-    let mut next = Box::pin(d.next(sleep.as_mut(), false));
+    let mut next = Box::pin(d.next(sleep.as_mut()));
     tokio::time::sleep(Duration::from_millis(500)).await;
     let serving = d.serving();
     // The timer fires at 1 s while the request is served, and waits for
@@ -113,12 +117,13 @@ async fn writes_of_a_response_push_the_wait_for_the_next_head() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn idle_once_a_request_was_served_and_its_response_written() {
-    let d = deadlines();
+    let d = deadlines(); // park_after zero: at once
+    let idle = IdleConnections::default();
     let sleep = d.timer();
     tokio::pin!(sleep);
     let (mut client, server) = tokio::io::duplex(4);
     let mut stamped = Stamped::new(server, d.clone());
-    let mut next = Box::pin(d.next(sleep.as_mut(), true));
+    let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
     assert!(poll_once(&mut next).await.is_pending(), "nothing served yet");
     let serving = d.serving();
     assert!(poll_once(&mut next).await.is_pending(), "serving");
@@ -131,6 +136,6 @@ async fn idle_once_a_request_was_served_and_its_response_written() {
     let (read, written) = tokio::join!(client.read_exact(&mut got), write);
     assert_eq!((read.unwrap(), written.unwrap(), &got), (10, (), b"a response"));
     assert_eq!(next.await, Event::Idle);
-    let mut again = Box::pin(d.next(sleep.as_mut(), true));
+    let mut again = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
     assert!(poll_once(&mut again).await.is_pending(), "idle once per request");
 }
