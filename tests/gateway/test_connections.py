@@ -61,6 +61,21 @@ def test_many_concurrent_connections(cloud):
             s.close()
 
 
+def test_a_client_that_shuts_down_its_sending_side_still_gets_its_answer(cloud):
+    """Half-close: `printf 'GET ...' | nc -N` sends its request and then
+    shuts down its side; the gateway answers and then closes."""
+    import socket
+
+    with connect(cloud.port) as s:
+        s.sendall(b"GET /tests/http_req/rust.xml?value=7 HTTP/1.1\r\nHost: t\r\n\r\n")
+        s.shutdown(socket.SHUT_WR)
+        with s.makefile("rb") as f:
+            r = read_response(f)
+            assert (r.status, r.body) == (200, xml(7))
+            s.settimeout(5)
+            assert f.read() == b"", "closed after the answer"
+
+
 def test_slowloris_is_cut_off_while_others_are_served(cloud):
     head = b"GET /tests/http_req/rust.xml?value=1 HTTP/1.1\r\nHost: t\r\nX-Padding: " + b"p" * 40 + b"\r\n\r\n"
     outcome = {}

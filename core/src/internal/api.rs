@@ -6,6 +6,7 @@ use crate::registry::InstanceId;
 use crate::state::Shared;
 use cumulo_proto::{Return, Send, Status, TransId, TransIdGen};
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 use tokio::sync::oneshot;
 
@@ -140,17 +141,26 @@ impl InternalApi {
 
     /// Sends and waits for the answer (or the error that ended the request).
     pub async fn send_sync(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Response {
+        self.call(name, info, body, o).await
+    }
+
+    /// Sends now (the request is copied into its frame) and returns the
+    /// wait for its answer, which borrows none of the arguments: a caller
+    /// may drop the request's bytes while it waits.
+    pub fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> {
         let (tx, rx) = oneshot::channel();
         // Register before sending: an immediate error is answered inside send.
         let tid = self.ids.borrow_mut().next();
         self.inbox.waiting.borrow_mut().insert(tid, tx);
         self.send_with(tid, name, info, body, o, true);
-        rx.await.unwrap_or(Response {
-            trans_id: tid,
-            status: Status::ShuttingDown,
-            response_info: vec![],
-            response: b"the core stopped".to_vec(),
-        })
+        async move {
+            rx.await.unwrap_or(Response {
+                trans_id: tid,
+                status: Status::ShuttingDown,
+                response_info: vec![],
+                response: b"the core stopped".to_vec(),
+            })
+        }
     }
 
     /// Multicast: the trans_ids of the copies sent.

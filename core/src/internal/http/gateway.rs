@@ -1,6 +1,6 @@
 //! One HTTP request, start to end: map it to a service name and request,
-//! send it with `send_sync`, and turn the answer (or the error) into the
-//! HTTP response. Every path ends in a response; none waits forever.
+//! send it (`InternalApi::call`), and turn the answer (or the error) into
+//! the HTTP response. Every path ends in a response; none waits forever.
 
 use super::access_log::{AccessLog, Entry};
 use super::deadlines::Deadlines;
@@ -10,14 +10,16 @@ use super::request::{query_request, request_info, takes_query};
 use super::response::{from_service, plain, plain_and_close, HttpResponse};
 use super::settings::{HeaderFilter, QueryFormat, Settings};
 use super::websocket::WebSockets;
+use crate::instance::Response;
 use crate::internal::api::SendOptions;
 use crate::internal::InternalApi;
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::{Body, Incoming};
 use hyper::http::request::Parts;
-use hyper::{Request, StatusCode};
+use hyper::{Method, Request, StatusCode};
 use std::cell::Cell;
+use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -99,24 +101,41 @@ impl Gateway {
         }
         let started = Instant::now();
         let (parts, body) = req.into_parts();
+        let logged = self.log.is_some().then(|| Logged::of(&parts));
+        let resp = match self.dispatch(parts, body, remote, deadlines).await {
+            Ok((name, answer)) => self.answer(&name, answer, deadlines).await,
+            Err(refused) => refused,
+        };
+        self.count(logged.as_ref(), &resp, remote, started);
+        resp
+    }
+
+    /// Maps the request and sends it to its service, or answers it at
+    /// once. The request is dropped here, once copied into its frame, not
+    /// held while its answer is awaited: a body of up to `max_body` bytes
+    /// is not kept twice, nor hyper's read buffer, which the head's bytes
+    /// share, kept from the connection's next read.
+    async fn dispatch(
+        &self,
+        parts: Parts,
+        body: Incoming,
+        remote: &Rc<str>,
+        deadlines: &Deadlines,
+    ) -> Result<(String, impl Future<Output = Response>), HttpResponse> {
         let name = self.names.service_name(&parts.method, parts.uri.path());
-        let resp = if let Some(why) = host_problem(&parts) {
-            plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: {why}\n"))
-        } else if name.len() > self.api.max_name() {
+        if let Some(why) = host_problem(&parts) {
+            return Err(plain_and_close(StatusCode::BAD_REQUEST, format!("bad request: {why}\n")));
+        }
+        if name.len() > self.api.max_name() {
             let max = self.api.max_name();
             let text =
                 format!("uri too long: the service name would be {} bytes, over {max} (core.max_name)\n", name.len());
-            plain_and_close(StatusCode::URI_TOO_LONG, text)
-        } else {
-            match self.payload(&parts, body).await {
-                Ok(payload) => {
-                    self.call(&name, &request_info(&parts, remote, &self.headers), &payload, deadlines).await
-                }
-                Err(refused) => refused,
-            }
-        };
-        self.count(&parts, &resp, remote, started);
-        resp
+            return Err(plain_and_close(StatusCode::URI_TOO_LONG, text));
+        }
+        let payload = self.payload(&parts, body).await?;
+        deadlines.answer_from_now(); // the time taken by a body is not the service's
+        let answer = self.api.call(&name, &request_info(&parts, remote, &self.headers), &payload, self.send);
+        Ok((name, answer))
     }
 
     /// The service request: the query for GET/HEAD/DELETE, else the body
@@ -158,11 +177,10 @@ impl Gateway {
         }
     }
 
-    async fn call(&self, name: &str, info: &[u8], payload: &[u8], deadlines: &Deadlines) -> HttpResponse {
-        deadlines.answer_from_now(); // the time taken by a body is not the service's
+    async fn answer(&self, name: &str, answer: impl Future<Output = Response>, deadlines: &Deadlines) -> HttpResponse {
         tokio::select! {
             biased;
-            answer = self.api.send_sync(name, info, payload, self.send) => from_service(answer, name),
+            answer = answer => from_service(answer, name),
             () = deadlines.overdue() => plain(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!("gateway timeout: no answer for '{name}' within {} ms\n", self.send.timeout_ms),
@@ -170,21 +188,38 @@ impl Gateway {
         }
     }
 
-    fn count(&self, parts: &Parts, resp: &HttpResponse, remote: &str, started: Instant) {
+    fn count(&self, logged: Option<&Logged>, resp: &HttpResponse, remote: &str, started: Instant) {
         let class = (resp.status().as_u16() / 100).min(5) as usize;
         let n = &self.counts.by_class[class];
         n.set(n.get() + 1);
-        if let Some(log) = &self.log {
-            let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        if let (Some(log), Some(l)) = (&self.log, logged) {
             log.record(&Entry {
                 remote,
-                method: parts.method.as_str(),
-                target,
-                version: version_name(parts),
+                method: l.method.as_str(),
+                target: &l.target,
+                version: l.version,
                 status: resp.status().as_u16(),
                 body_bytes: resp.body().size_hint().exact().unwrap_or(0),
                 started,
             });
+        }
+    }
+}
+
+/// What the access log needs of a request, copied: the request itself is
+/// dropped before its answer comes (`Gateway::dispatch`).
+struct Logged {
+    method: Method,
+    target: String,
+    version: &'static str,
+}
+
+impl Logged {
+    fn of(parts: &Parts) -> Logged {
+        Logged {
+            method: parts.method.clone(),
+            target: parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string(),
+            version: version_name(parts),
         }
     }
 }

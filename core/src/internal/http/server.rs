@@ -106,6 +106,13 @@ pub(super) fn builder(s: &Settings) -> http1::Builder {
         // The head timeout is the connection's own (deadlines.rs): hyper's
         // would arm a timer per request.
         .header_read_timeout(None)
+        // Without it hyper reads the socket during every call to notice a
+        // client's close: that read finds the buffer still shared with the
+        // request's head and allocates a new 8 KiB one, per request. With
+        // it, a client that shuts down its sending side still gets its
+        // answer, and one that went away is noticed when that answer is
+        // written (the call itself ends by its timeout at the latest).
+        .half_close(true)
         .keep_alive(s.keepalive)
         .max_header_size(s.max_header_size);
     if s.max_headers != HYPER_DEFAULT_MAX_HEADERS {
