@@ -30,8 +30,9 @@ use tokio::time::Instant;
 const WAKE_READ: usize = 2048;
 
 /// Connections waiting to be parked, oldest first: at most one entry per
-/// open connection (`Deadlines::queued`), plus the entries of connections
-/// closed in the last `park_after`, which are dropped when due.
+/// connection that keeps hyper (`Deadlines::queued`), plus those left by
+/// connections parked or closed in the last `park_after`, dropped when due
+/// (an entry acts on the connection as it is then, never on what it was).
 #[derive(Default)]
 pub struct IdleConnections {
     queue: RefCell<VecDeque<Waiting>>,
