@@ -230,106 +230,108 @@ mod tests {
         })
     }
 
-    async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
-        poll_fn(|cx| Poll::Ready(Pin::new(&mut *f).poll(cx))).await
+    /// One connection's deadlines, its timer and its listener's queue.
+    struct Conn {
+        d: Arc<Deadlines>,
+        idle: IdleConnections,
+        sleep: Pin<Box<tokio::time::Sleep>>,
+    }
+
+    impl Conn {
+        /// A connection that has served one request at once (a busy client):
+        /// idle, waiting in the queue, hyper kept.
+        async fn served_once() -> Conn {
+            let d = deadlines();
+            let sleep = Box::pin(d.timer());
+            let mut c = Conn { d, idle: IdleConnections::default(), sleep };
+            drop(c.d.serving());
+            assert!(c.poll().await.is_pending(), "not parked at once");
+            assert_eq!(c.idle.len(), 1);
+            c
+        }
+
+        /// Polls `next_or_idle` once (its state is in `Deadlines` and the
+        /// timer, so a new future each time polls the same thing).
+        async fn poll(&mut self) -> Poll<Event> {
+            let mut next = Box::pin(self.d.next_or_idle(self.sleep.as_mut(), &self.idle));
+            poll_fn(|cx| Poll::Ready(next.as_mut().poll(cx))).await
+        }
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn an_idle_connection_is_parked_once_idle_for_park_after_counted_from_its_last_request() {
-        let (d, idle) = (deadlines(), IdleConnections::default());
-        let sleep = d.timer();
-        tokio::pin!(sleep);
-        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
-        drop(d.serving());
-        assert!(poll_once(&mut next).await.is_pending(), "not parked at once");
-        assert_eq!(idle.len(), 1);
+        let mut c = Conn::served_once().await;
         // Another request 10 ms later: hyper is still there, and the
         // connection keeps its one place in the queue.
         tokio::time::sleep(Duration::from_millis(10)).await;
-        drop(d.serving());
-        assert!(poll_once(&mut next).await.is_pending());
-        assert_eq!(idle.len(), 1, "one entry per connection");
+        drop(c.d.serving());
+        assert!(c.poll().await.is_pending());
+        assert_eq!(c.idle.len(), 1, "one entry per connection");
         let start = Instant::now();
         let event = tokio::select! {
-            e = &mut next => e,
-            () = idle.sweep() => unreachable!("the sweep never ends"),
+            e = c.d.next_or_idle(c.sleep.as_mut(), &c.idle) => e,
+            () = c.idle.sweep() => unreachable!("the sweep never ends"),
         };
         assert_eq!((event, start.elapsed()), (Event::Idle, PARK_AFTER), "idle for 20 ms since the second request");
-        assert_eq!(idle.len(), 0);
+        assert_eq!(c.idle.len(), 0);
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_request_that_starts_before_the_task_parks_keeps_hyper() {
-        let (d, idle) = (deadlines(), IdleConnections::default());
-        let sleep = d.timer();
-        tokio::pin!(sleep);
-        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
-        drop(d.serving());
-        assert!(poll_once(&mut next).await.is_pending());
+        let mut c = Conn::served_once().await;
         tokio::time::sleep(PARK_AFTER - Duration::from_millis(1)).await;
-        let serving = d.serving(); // the next request, quick again
+        let serving = c.d.serving(); // the next request, quick again
         tokio::time::sleep(Duration::from_millis(1)).await;
-        assert!(matches!(idle.due_now(Instant::now()), Next::Empty), "busy when due: out of the queue");
-        assert!(poll_once(&mut next).await.is_pending(), "not parked while serving");
+        assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty), "busy when due: out of the queue");
+        assert!(c.poll().await.is_pending(), "not parked while serving");
         drop(serving);
-        assert!(poll_once(&mut next).await.is_pending());
-        assert_eq!(idle.len(), 1, "queued again once idle");
+        assert!(c.poll().await.is_pending());
+        assert_eq!(c.idle.len(), 1, "queued again once idle");
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_request_after_a_longer_wait_is_parked_as_soon_as_it_is_answered() {
-        let (d, idle) = (deadlines(), IdleConnections::default());
-        let sleep = d.timer();
-        tokio::pin!(sleep);
+        let mut c = Conn::served_once().await;
         tokio::time::sleep(PARK_AFTER).await;
-        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
-        drop(d.serving()); // 20 ms after the connection opened
-        assert_eq!(poll_once(&mut next).await, Poll::Ready(Event::Idle));
-        assert_eq!(idle.len(), 0, "no entry, no second wake-up");
+        assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty));
+        assert_eq!(c.poll().await, Poll::Ready(Event::Idle), "parked by the queue");
+        c.d.unparked();
+        tokio::time::sleep(PARK_AFTER).await;
+        drop(c.d.serving()); // 20 ms after the last response
+        assert_eq!(c.poll().await, Poll::Ready(Event::Idle));
+        assert_eq!(c.idle.len(), 0, "no entry, no second wake-up");
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_mark_made_while_parked_is_forgotten_when_bytes_wake_the_connection() {
-        let (d, idle) = (deadlines(), IdleConnections::default());
-        let sleep = d.timer();
-        tokio::pin!(sleep);
-        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
-        drop(d.serving());
-        assert!(poll_once(&mut next).await.is_pending());
+        let mut c = Conn::served_once().await;
         tokio::time::sleep(PARK_AFTER).await;
-        assert!(matches!(idle.due_now(Instant::now()), Next::Empty), "marked to park");
-        d.unparked(); // (as if parked meanwhile) bytes arrive: a new hyper connection
-        assert!(poll_once(&mut next).await.is_pending(), "a head in pieces is not parked");
+        assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty), "marked to park");
+        c.d.unparked(); // (as if parked meanwhile) bytes arrive: a new hyper connection
+        assert!(c.poll().await.is_pending(), "a head in pieces is not parked");
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_connection_busy_when_due_leaves_the_queue_until_idle_again() {
-        let (d, idle) = (deadlines(), IdleConnections::default());
-        let sleep = d.timer();
-        tokio::pin!(sleep);
-        let mut next = Box::pin(d.next_or_idle(sleep.as_mut(), &idle));
-        drop(d.serving());
-        assert!(poll_once(&mut next).await.is_pending());
-        let serving = d.serving();
+        let mut c = Conn::served_once().await;
+        let serving = c.d.serving();
         tokio::time::sleep(PARK_AFTER).await;
-        assert!(matches!(idle.due_now(Instant::now()), Next::Empty));
-        assert_eq!(idle.len(), 0, "busy: out of the queue");
+        assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty));
+        assert_eq!(c.idle.len(), 0, "busy: out of the queue");
         drop(serving);
-        assert!(poll_once(&mut next).await.is_pending());
-        assert_eq!(idle.len(), 1);
+        assert!(c.poll().await.is_pending());
+        assert_eq!(c.idle.len(), 1);
     }
 
-    #[test]
-    fn the_entry_of_a_closed_connection_is_dropped_when_due() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        rt.block_on(async {
-            let (d, idle) = (deadlines(), IdleConnections::default());
-            drop(d.serving());
-            idle.push(d, Instant::now() + PARK_AFTER, futures_util::task::noop_waker());
-            tokio::time::sleep(PARK_AFTER).await;
-            assert!(matches!(idle.due_now(Instant::now()), Next::Empty));
-            assert_eq!(idle.len(), 0);
-        });
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn the_entry_of_a_closed_connection_is_dropped_when_due() {
+        let (d, idle) = (deadlines(), IdleConnections::default());
+        drop(d.serving());
+        // Its task is gone: nothing to wake.
+        idle.push(d, Instant::now() + PARK_AFTER, futures_util::task::noop_waker());
+        tokio::time::sleep(PARK_AFTER).await;
+        assert!(matches!(idle.due_now(Instant::now()), Next::Empty));
+        assert_eq!(idle.len(), 0);
     }
 
     #[tokio::test]
