@@ -241,7 +241,9 @@ impl Deadlines {
     /// and then (thousands of connections at a modest rate) costs no entry
     /// and no second wake-up per request.
     fn parkable(self: &Arc<Self>, idle: &IdleConnections, cx: &Context<'_>) -> bool {
-        if self.park_now.swap(false, Relaxed) {
+        // A load first: a swap would be a locked write on every poll.
+        if self.park_now.load(Relaxed) {
+            self.park_now.store(false, Relaxed);
             self.queued.store(false, Relaxed);
             if self.is_idle() {
                 self.served.store(false, Relaxed);

@@ -99,14 +99,13 @@ impl Gateway {
                 return resp;
             }
         }
-        let started = Instant::now();
         let (parts, body) = req.into_parts();
         let logged = self.log.is_some().then(|| Logged::of(&parts));
         let resp = match self.dispatch(parts, body, remote, deadlines).await {
             Ok((name, answer)) => self.answer(&name, answer, deadlines).await,
             Err(refused) => refused,
         };
-        self.count(logged.as_ref(), &resp, remote, started);
+        self.count(logged.as_ref(), &resp, remote);
         resp
     }
 
@@ -188,7 +187,7 @@ impl Gateway {
         }
     }
 
-    fn count(&self, logged: Option<&Logged>, resp: &HttpResponse, remote: &str, started: Instant) {
+    fn count(&self, logged: Option<&Logged>, resp: &HttpResponse, remote: &str) {
         let class = (resp.status().as_u16() / 100).min(5) as usize;
         let n = &self.counts.by_class[class];
         n.set(n.get() + 1);
@@ -200,18 +199,20 @@ impl Gateway {
                 version: l.version,
                 status: resp.status().as_u16(),
                 body_bytes: resp.body().size_hint().exact().unwrap_or(0),
-                started,
+                started: l.started,
             });
         }
     }
 }
 
 /// What the access log needs of a request, copied: the request itself is
-/// dropped before its answer comes (`Gateway::dispatch`).
+/// dropped before its answer comes (`Gateway::dispatch`). Taken only when
+/// the log is on (the clock included).
 struct Logged {
     method: Method,
     target: String,
     version: &'static str,
+    started: Instant,
 }
 
 impl Logged {
@@ -220,6 +221,7 @@ impl Logged {
             method: parts.method.clone(),
             target: parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string(),
             version: version_name(parts),
+            started: Instant::now(),
         }
     }
 }
