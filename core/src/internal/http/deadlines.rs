@@ -68,8 +68,12 @@ pub struct Deadlines {
     queued: AtomicBool,
     /// `IdleConnections` found it idle for `park_after`: park it.
     park_now: AtomicBool,
+    /// A request has been answered on this connection (ever).
+    answered: AtomicBool,
     /// The request being served (or the last) came within `park_after` of
     /// the previous response: a busy client, likely to send the next soon.
+    /// A connection's first request is never quick: a burst of new
+    /// connections must not each keep hyper's buffers.
     quick: AtomicBool,
 }
 
@@ -95,6 +99,7 @@ impl Deadlines {
             served: AtomicBool::new(false),
             queued: AtomicBool::new(false),
             park_now: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             quick: AtomicBool::new(false),
         })
     }
@@ -113,7 +118,9 @@ impl Deadlines {
     pub fn serving(self: &Arc<Self>) -> Serving {
         self.overdue.store(false, Relaxed);
         let (now, waited) = (self.elapsed(Instant::now()), self.since.load(Relaxed));
-        let quick = waited & SERVING == 0 && now.saturating_sub(waited) < self.timeouts.park_after.as_nanos() as u64;
+        let quick = waited & SERVING == 0
+            && self.answered.load(Relaxed)
+            && now.saturating_sub(waited) < self.timeouts.park_after.as_nanos() as u64;
         self.quick.store(quick, Relaxed);
         self.since.store(now | SERVING, Relaxed);
         Serving(self.clone())
@@ -325,6 +332,7 @@ impl Drop for Serving {
         let d = &self.0;
         d.since.store(d.elapsed(Instant::now()), Relaxed);
         d.served.store(true, Relaxed);
+        d.answered.store(true, Relaxed);
     }
 }
 

@@ -238,14 +238,19 @@ mod tests {
     }
 
     impl Conn {
-        /// A connection that has served one request at once (a busy client):
-        /// idle, waiting in the queue, hyper kept.
-        async fn served_once() -> Conn {
+        /// A busy client's connection: its first request answered (and
+        /// parked at once: a first request is never quick), then a second
+        /// at once; idle now, waiting in the queue, hyper kept.
+        async fn busy() -> Conn {
             let d = deadlines();
             let sleep = Box::pin(d.timer());
             let mut c = Conn { d, idle: IdleConnections::default(), sleep };
             drop(c.d.serving());
-            assert!(c.poll().await.is_pending(), "not parked at once");
+            assert_eq!(c.poll().await, Poll::Ready(Event::Idle), "a first request: parked at once");
+            assert_eq!(c.idle.len(), 0);
+            c.d.unparked();
+            drop(c.d.serving());
+            assert!(c.poll().await.is_pending(), "a quick one: not parked at once");
             assert_eq!(c.idle.len(), 1);
             c
         }
@@ -260,7 +265,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn an_idle_connection_is_parked_once_idle_for_park_after_counted_from_its_last_request() {
-        let mut c = Conn::served_once().await;
+        let mut c = Conn::busy().await;
         // Another request 10 ms later: hyper is still there, and the
         // connection keeps its one place in the queue.
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -278,7 +283,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_request_that_starts_before_the_task_parks_keeps_hyper() {
-        let mut c = Conn::served_once().await;
+        let mut c = Conn::busy().await;
         tokio::time::sleep(PARK_AFTER - Duration::from_millis(1)).await;
         let serving = c.d.serving(); // the next request, quick again
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -291,7 +296,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_request_after_a_longer_wait_is_parked_as_soon_as_it_is_answered() {
-        let mut c = Conn::served_once().await;
+        let mut c = Conn::busy().await;
         tokio::time::sleep(PARK_AFTER).await;
         assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty));
         assert_eq!(c.poll().await, Poll::Ready(Event::Idle), "parked by the queue");
@@ -304,7 +309,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_mark_made_while_parked_is_forgotten_when_bytes_wake_the_connection() {
-        let mut c = Conn::served_once().await;
+        let mut c = Conn::busy().await;
         tokio::time::sleep(PARK_AFTER).await;
         assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty), "marked to park");
         c.d.unparked(); // (as if parked meanwhile) bytes arrive: a new hyper connection
@@ -313,7 +318,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_connection_busy_when_due_leaves_the_queue_until_idle_again() {
-        let mut c = Conn::served_once().await;
+        let mut c = Conn::busy().await;
         let serving = c.d.serving();
         tokio::time::sleep(PARK_AFTER).await;
         assert!(matches!(c.idle.due_now(Instant::now()), Next::Empty));
