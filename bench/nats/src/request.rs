@@ -61,12 +61,9 @@ pub async fn run(args: RequestArgs) -> anyhow::Result<()> {
     let body = bytes::Bytes::from(args.request.clone().into_bytes());
     wait_ready(&client, &args.subject, &body, Duration::from_millis(args.ready_wait_ms)).await?;
 
-    let measure_from = Instant::now() + Duration::from_secs_f64(args.warmup);
-    let measure_until = measure_from + Duration::from_secs_f64(args.duration);
+    let (warmup, duration) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.duration));
     let loops: Vec<_> = (0..args.concurrency)
-        .map(|_| {
-            tokio::spawn(request_loop(client.clone(), args.subject.clone(), body.clone(), measure_from, measure_until))
-        })
+        .map(|_| tokio::spawn(request_loop(client.clone(), args.subject.clone(), body.clone(), warmup, duration)))
         .collect();
     let mut total = LoopResult { latency_us: new_histogram(), ok: 0, errors: 0, first_error: None };
     for handle in loops {
@@ -120,13 +117,18 @@ async fn wait_ready(
     }
 }
 
+/// Requests one at a time for `warmup` (not counted) then `duration`,
+/// counted from when this loop starts: a loop that starts late (a busy
+/// machine) still measures its whole window rather than none of it.
 async fn request_loop(
     client: async_nats::Client,
     subject: String,
     body: bytes::Bytes,
-    measure_from: Instant,
-    measure_until: Instant,
+    warmup: Duration,
+    duration: Duration,
 ) -> LoopResult {
+    let measure_from = Instant::now() + warmup;
+    let measure_until = measure_from + duration;
     let mut result = LoopResult { latency_us: new_histogram(), ok: 0, errors: 0, first_error: None };
     loop {
         let sent = Instant::now();
