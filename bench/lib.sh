@@ -90,6 +90,48 @@ to_ms() {
         else print "?" }'
 }
 
+# start_static_nginx DIR PORT [CONNECTIONS]: nginx answering every request
+# with the http_req XML itself (bench/gateway/nginx.conf), run in DIR on
+# PORT, the master added to `pids`; returns once it answers (exits with its
+# logs if it does not). With CONNECTIONS, each worker may hold that many
+# and the listen backlog is the gateway's (4096), not nginx's 511, for the
+# opening burst.
+start_static_nginx() {
+    local dir=$1 port=$2 conns=${3:-} bin raise=()
+    bin=$(command -v nginx || echo /usr/sbin/nginx)
+    mkdir -p "$dir"
+    if [ -n "$conns" ]; then
+        raise=(-e "s|worker_connections 4096;|worker_connections $((conns + 100));|"
+            -e "s|^worker_processes auto;|worker_processes auto;\nworker_rlimit_nofile $((conns + 100));|"
+            -e "s|listen 127.0.0.1:$port;|listen 127.0.0.1:$port backlog=4096;|")
+    fi
+    sed -e "s|@WORK@|$dir|g" -e "s|@PORT@|$port|g" "${raise[@]}" "$root/bench/gateway/nginx.conf" >"$dir/nginx.conf"
+    "$bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/nginx-error.log" 2>"$dir/stderr" &
+    pids+=($!)
+    wait_http_ok "http://127.0.0.1:$port/tests/http_req/rust.xml?value=42" ||
+        { cat "$dir/stderr" "$dir/nginx-error.log" >&2; exit 1; }
+}
+
+# fit_open_files VAR MARGIN NAME: every connection is a descriptor in the
+# client and in the server, each a process of its own. Raises this shell's
+# soft open-files limit (inherited by what it starts) to the hard one; if
+# that is below $VAR + MARGIN, lowers VAR (a count of connections) to fit
+# and says so as NAME.
+fit_open_files() {
+    local -n fit_count=$1
+    local margin=$2 name=$3 hard
+    hard=$(ulimit -Hn)
+    if [ "$hard" = unlimited ]; then
+        ulimit -Sn $((fit_count + 1000))
+        return
+    fi
+    ulimit -Sn "$hard"
+    if [ $((fit_count + margin)) -gt "$hard" ]; then
+        echo "$name: the hard open-files limit is $hard per process: $((hard - margin)) connections instead of $fit_count" >&2
+        fit_count=$((hard - margin))
+    fi
+}
+
 # cpu_ticks PID...: user + system clock ticks (all threads) of the
 # processes, summed; a process that is gone counts 0.
 cpu_ticks() {
