@@ -110,8 +110,8 @@ pub(super) fn builder(s: &Settings) -> http1::Builder {
         // client's close: that read finds the buffer still shared with the
         // request's head and allocates a new 8 KiB one, per request. With
         // it, a client that shuts down its sending side still gets its
-        // answer, and one that went away is noticed when that answer is
-        // written (the call itself ends by its timeout at the latest).
+        // answer; one that went away holds its connection until that
+        // answer, `timeout_ms` at the latest (docs/GATEWAY.md).
         .half_close(true)
         .keep_alive(s.keepalive)
         .max_header_size(s.max_header_size);
