@@ -556,6 +556,14 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
             "the http gateway listens on one port: count_process and count_thread must be 1".into(),
         ));
     }
+    if s.internal.as_deref() == Some("queue") && (s.count_process > 1 || s.count_thread > 1) {
+        return Err((
+            at_field("count_process"),
+            "a queue keeps one log in its directory: count_process and count_thread must be 1 (run several queues \
+             with their own prefixes and directories to spread the load)"
+                .into(),
+        ));
+    }
     validate_options(at, &s.options())
 }
 

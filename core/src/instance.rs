@@ -6,7 +6,7 @@ use crate::metrics::ServiceMetrics;
 use crate::queue::PriorityQueue;
 use crate::registry::InstanceId;
 use ahash::AHashMap;
-use cumulo_proto::{Status, TransId};
+use cumulo_proto::TransId;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -48,14 +48,9 @@ pub fn remaining_ms(deadline: Instant, now: Instant) -> u32 {
     (deadline.saturating_duration_since(now).as_millis() as u64).clamp(1, u32::MAX as u64) as u32
 }
 
-/// An answer as an internal service receives it.
-#[derive(Debug, Clone)]
-pub struct Response {
-    pub trans_id: TransId,
-    pub status: Status,
-    pub response_info: Vec<u8>,
-    pub response: Vec<u8>,
-}
+/// The answer to a send (the service API's type: services built on the core
+/// see the same one).
+pub use cumulo_service::Response;
 
 /// Bytes waiting to be written to a connection. The routing code appends
 /// frames; the connection's writer task swaps the buffer out and writes it in

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use cumulo_core::admin::LogControl;
-use cumulo_core::cli::{self, AdminArgs, ServicesCommand};
+use cumulo_core::cli::{self, AdminArgs, QueuesCommand, ServicesCommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +57,14 @@ enum Command {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// The durable queues of a running core (depth, deliveries, dead
+    /// letters), and their dead letters: list, replay, purge.
+    Queues {
+        #[command(flatten)]
+        admin: AdminArgs,
+        #[command(subcommand)]
+        command: Option<QueuesCommand>,
+    },
     /// Change a running core's log level (e.g. debug, or "info,cumulo_core::routing=debug").
     LogLevel {
         level: String,
@@ -84,6 +92,8 @@ Examples:
   cumulo services update 3 --count-process 4    run more processes of service 3
   cumulo services remove 3                      stop service 3 gracefully
   cumulo log-level debug                        more detail, without a restart
+  cumulo queues                                 the durable queues: depth, deliveries, dead letters
+  cumulo queues replay --queue /queue/          send a queue's dead letters again
   (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
    with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE)
   cumulo bench request --socket S --name N      the highest stable request rate of a service
@@ -153,6 +163,7 @@ fn main() -> ExitCode {
         Command::Services { admin, command } => return client_done(cli::services(&admin, command)),
         Command::Status { admin } => return client_done(cli::status(&admin)),
         Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
+        Command::Queues { admin, command } => return client_done(cli::queues(&admin, command)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
         _ => {}
     }
@@ -185,7 +196,11 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Services { .. } | Command::Status { .. } | Command::Nodes { .. } | Command::LogLevel { .. } => {
+        Command::Services { .. }
+        | Command::Status { .. }
+        | Command::Nodes { .. }
+        | Command::Queues { .. }
+        | Command::LogLevel { .. } => {
             unreachable!("handled above")
         }
     }

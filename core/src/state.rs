@@ -133,6 +133,9 @@ pub struct Core {
     last_keepalive: Instant,
     /// Open WebSocket connections of the HTTP gateways (admin API, metrics).
     pub websockets: Rc<crate::internal::WebSocketTable>,
+    /// What services built on the core show operators (queues, ...): the
+    /// admin API lists them by kind, `/metrics` adds their samples.
+    pub reports: cumulo_service::Reports,
     /// This shard's index and the number of shards (`core.threads`):
     /// instance ids are given in steps of `count` from `index + 1`, so that
     /// ids (and the trans_ids stamped with them) never meet across shards.
@@ -204,6 +207,7 @@ impl Core {
             handshake_refusals: Throttle::default(),
             last_keepalive: Instant::now(),
             websockets: Rc::default(),
+            reports: cumulo_service::Reports::default(),
             shard: ShardIndex::ALONE,
             pseudo_instances: 0,
             handoff: Default::default(),

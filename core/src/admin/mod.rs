@@ -10,6 +10,7 @@ mod dashboard;
 mod log_level;
 mod node;
 mod prometheus;
+mod queues;
 pub mod recent_logs;
 mod reply;
 pub mod routes;
@@ -202,6 +203,10 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::CloseWebSocket => websockets::close(ctx, id.as_deref()),
         Route::Stats => dashboard::stats(ctx).await,
         Route::Logs => dashboard::logs(query.as_deref()),
+        Route::Queues => queues::list(ctx),
+        Route::QueueDeadLetters => queues::operate(ctx, "dead_letters", query.as_deref()),
+        Route::QueueReplay => queues::operate(ctx, "replay", query.as_deref()),
+        Route::QueuePurge => queues::operate(ctx, "purge", query.as_deref()),
         Route::Dashboard => return Ok(dashboard::page()),
         Route::DashboardScript => return Ok(dashboard::script()),
         Route::DashboardStyle => return Ok(dashboard::style()),

@@ -157,6 +157,7 @@ pub async fn render(ctx: &AdminContext) -> String {
         p.header("process_resident_memory_bytes", "gauge", "Resident memory of the core process.");
         p.sample("process_resident_memory_bytes", &[], u.resident_bytes);
     }
+    services_own(&mut p, &core.reports);
     p.header("process_start_time_seconds", "gauge", "When the core process started, seconds since the Unix epoch.");
     p.sample("process_start_time_seconds", &[], views::unix_seconds(ctx.started_at));
     p.out
@@ -188,5 +189,29 @@ fn per_shard(p: &mut PromText, reports: &Reports) {
     up.sort();
     for (shard, v) in up {
         p.sample("cumulo_shard_up", &[("shard", &shard.to_string())], v);
+    }
+}
+
+/// The samples of services built on the core (`cumulo_queue_*`), each
+/// name's header once.
+fn services_own(p: &mut PromText, reports: &cumulo_service::Reports) {
+    let mut samples = Vec::new();
+    for r in reports.all() {
+        r.metrics(&mut samples);
+    }
+    samples.sort_by_key(|m| m.name);
+    let mut last = "";
+    for m in &samples {
+        let name = format!("cumulo_{}", m.name);
+        if m.name != last {
+            let kind = match m.kind {
+                cumulo_service::MetricKind::Counter => "counter",
+                cumulo_service::MetricKind::Gauge => "gauge",
+            };
+            p.header(&name, kind, m.help);
+            last = m.name;
+        }
+        let labels: Vec<(&str, &str)> = m.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        p.sample(&name, &labels, m.value);
     }
 }

@@ -3,9 +3,11 @@
 //! says in a readable form (or as JSON with `--json`).
 
 mod client;
+mod queues;
 mod table;
 
 pub use client::{AdminClient, Reply};
+pub use queues::{queues, QueuesCommand};
 
 use crate::config::DEFAULT_ADMIN_PORT;
 use clap::{Args, Subcommand};

@@ -22,12 +22,7 @@ pub struct InternalApi {
 }
 
 /// Options of one send; zero timeout means the service's default.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SendOptions {
-    pub timeout_ms: u32,
-    pub priority: i8,
-    pub wait_for_service: bool,
-}
+pub use cumulo_service::SendOptions;
 
 impl InternalApi {
     /// Registers a new internal instance with the core.
@@ -242,8 +237,67 @@ impl InternalApi {
 impl Drop for InternalApi {
     fn drop(&mut self) {
         if let Ok(mut c) = self.core.try_borrow_mut() {
+            c.reports.remove_owner(u64::from(self.id));
             c.remove_instance(self.id, "internal service stopped");
         }
+    }
+}
+
+impl cumulo_service::Request for OwnedRequest {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn request_info(&self) -> &[u8] {
+        &self.request_info
+    }
+    fn body(&self) -> &[u8] {
+        &self.request
+    }
+    fn priority(&self) -> i8 {
+        self.priority
+    }
+    fn trans_id(&self) -> TransId {
+        self.trans_id
+    }
+    fn remaining_ms(&self) -> u32 {
+        OwnedRequest::remaining_ms(self, std::time::Instant::now())
+    }
+}
+
+/// The service API of services that are crates of their own (the queue):
+/// the same calls, through the trait of `cumulo-service`.
+impl cumulo_service::ServiceApi for InternalApi {
+    type Request = OwnedRequest;
+
+    fn prefix(&self) -> &str {
+        &self.prefix
+    }
+    fn process_index(&self) -> u32 {
+        self.process_index
+    }
+    fn process_count(&self) -> u32 {
+        self.process_count
+    }
+    fn thread_count(&self) -> u32 {
+        self.thread_count
+    }
+    fn max_request(&self) -> usize {
+        self.core.borrow().limits.max_frame as usize
+    }
+    fn subscribe(&self, pattern: &str) -> Result<(), cumulo_service::ServiceError> {
+        InternalApi::subscribe(self, pattern).map_err(Into::into)
+    }
+    async fn next_request(&self) -> Option<OwnedRequest> {
+        InternalApi::next_request(self).await
+    }
+    fn return_(&self, req: &OwnedRequest, status: Status, info: &[u8], body: &[u8]) {
+        InternalApi::return_(self, req, status, info, body)
+    }
+    fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static {
+        InternalApi::call(self, name, info, body, o)
+    }
+    fn report(&self, report: Rc<dyn cumulo_service::Report>) {
+        self.core.borrow_mut().reports.set(u64::from(self.id), report);
     }
 }
 

@@ -34,6 +34,16 @@ pub trait InternalService {
     fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
 }
 
+/// The durable queue (crates/queue), which sees the core only through the
+/// service API.
+struct Queue(cumulo_queue::Queue);
+
+impl InternalService for Queue {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(self.0.run(api))
+    }
+}
+
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
@@ -41,6 +51,7 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
         "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
+        "queue" => Ok(Box::new(Queue(cumulo_queue::Queue::from_settings(settings)?))),
         other => Err(format!("unknown internal service '{other}' (known: {})", settings::KNOWN.join(", "))),
     }
 }

@@ -7,7 +7,7 @@
 //! can check a file without depending on the layers above it.
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "request_rate"];
+pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate"];
 
 pub fn is_known(name: &str) -> bool {
     KNOWN.contains(&name)
@@ -20,6 +20,7 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
         "filesystem" => super::filesystem::settings::Settings::from_settings(settings).map(drop),
         "http" => super::http::settings::check(settings),
         "request_rate" => super::request_rate::settings::Settings::parse(settings).map(drop),
+        "queue" => cumulo_queue::check_settings(settings),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
 }

@@ -1,0 +1,28 @@
+//! The `queue` internal service: a request sent to `<prefix><name>` is
+//! written to a write-ahead log on local disk (`cumulo-wal`), acknowledged,
+//! then delivered to `/<name>` at least once: retried on the failures that
+//! say it was not done, across restarts of the core, until it is answered,
+//! runs out of attempts (then it becomes a dead letter) or its deadline
+//! passes. docs/QUEUE.md is the user's guide; GUARANTEES.md says what each
+//! sync mode promises.
+//!
+//! Layout: `settings` (the `[service.settings]` table), `record` (what the
+//! log holds), `store` (the queue's state in memory and its log), `intake`
+//! (a request arrives), `delivery` (attempts, retries, dead letters),
+//! `report` (the admin API's view, metrics, purge and replay).
+#![deny(unsafe_code)]
+
+mod backoff;
+mod delivery;
+mod intake;
+mod record;
+mod report;
+mod service;
+mod settings;
+mod store;
+
+pub use service::Queue;
+pub use settings::{check_settings, Settings};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+use crate::{Report, ServiceError};
+use cumulo_proto::{Status, TransId};
+use std::future::Future;
+use std::rc::Rc;
+
+/// Options of one send; a zero timeout means the service's default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SendOptions {
+    pub timeout_ms: u32,
+    pub priority: i8,
+    pub wait_for_service: bool,
+}
+
+/// The answer to a send: a response, or the error that ended the request.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub trans_id: TransId,
+    pub status: Status,
+    pub response_info: Vec<u8>,
+    pub response: Vec<u8>,
+}
+
+/// A request delivered to a service instance, as the handler sees it.
+pub trait Request {
+    /// The name it was sent to.
+    fn name(&self) -> &str;
+    fn request_info(&self) -> &[u8];
+    fn body(&self) -> &[u8];
+    fn priority(&self) -> i8;
+    fn trans_id(&self) -> TransId;
+    /// Milliseconds left before its sender stops waiting (at least 1).
+    fn remaining_ms(&self) -> u32;
+}
+
+/// The calls of one service instance. Everything runs on the core's event
+/// loop (single-threaded: values are `Rc`, futures are not `Send`).
+pub trait ServiceApi {
+    type Request: Request + 'static;
+
+    /// The service's prefix, e.g. `/queue/`.
+    fn prefix(&self) -> &str;
+    /// Processes of the service (`count_process`) and this one's index.
+    fn process_index(&self) -> u32;
+    fn process_count(&self) -> u32;
+    fn thread_count(&self) -> u32;
+    /// The largest request the core carries (`core.max_frame`, less framing).
+    fn max_request(&self) -> usize;
+
+    fn subscribe(&self, pattern: &str) -> Result<(), ServiceError>;
+    /// The next request for this instance; `None` once the core stops.
+    fn next_request(&self) -> impl Future<Output = Option<Self::Request>>;
+    /// Answers `req`.
+    fn return_(&self, req: &Self::Request, status: Status, info: &[u8], body: &[u8]);
+    /// Sends now (the arguments are copied) and returns the wait for the
+    /// answer, which borrows nothing.
+    fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static;
+    /// Publishes this instance's state to the admin API, `/metrics` and the
+    /// dashboard until the instance stops.
+    fn report(&self, report: Rc<dyn Report>);
+}
