@@ -11,7 +11,10 @@
 //! - `TS_WINDOW`: the window asked for (default 1);
 //! - `TS_START_DELAY_MS`: wait before connecting (a late subscriber);
 //! - `TS_HANG_AFTER`: in any mode, answer that many requests per instance,
-//!   then hang in the next one (keeping the connection open).
+//!   then hang in the next one (keeping the connection open);
+//! - `TS_RECORD`: a file to which every request's body is appended as one
+//!   line before it is answered (O_APPEND: processes and restarts share it),
+//!   so a test can count what was delivered.
 //!
 //! A request body can also ask, in any mode: `sleep:N` (sleep N ms first),
 //! `crash` (die by SIGKILL mid-request), `fail` (handler error), `panic`,
@@ -36,6 +39,7 @@ struct Conf {
     sleep_ms: u64,
     forward_to: String,
     hang_after: Option<u64>,
+    record: Option<std::path::PathBuf>,
 }
 
 fn var(key: &str, default: &str) -> String {
@@ -54,6 +58,7 @@ fn main() {
         sleep_ms: num("TS_SLEEP_MS", 0),
         forward_to: var("TS_FORWARD_TO", ""),
         hang_after: var("TS_HANG_AFTER", "").parse().ok(),
+        record: std::env::var_os("TS_RECORD").map(Into::into),
     };
     match conf.mode.as_str() {
         "exit" => {
@@ -108,6 +113,9 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
         hang();
     }
     let body = req.request;
+    if let Some(path) = &conf.record {
+        record(path, body);
+    }
     if let Some(ms) = std::str::from_utf8(body).ok().and_then(|b| b.strip_prefix("sleep:")).and_then(|m| m.parse().ok())
     {
         std::thread::sleep(Duration::from_millis(ms));
@@ -161,6 +169,16 @@ fn handle(api: &mut Api, req: &Request<'_>, conf: &Conf, thread: u32) -> Handler
         return Ok(Answer::with_info(info, vec![b'x'; n]));
     }
     Ok(Answer::with_info(info, body))
+}
+
+/// Appends `body` and a newline in one write(2): O_APPEND keeps lines whole
+/// across processes.
+fn record(path: &std::path::Path, body: &[u8]) {
+    use std::io::Write;
+    let mut line = body.to_vec();
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open TS_RECORD");
+    f.write_all(&line).expect("write TS_RECORD");
 }
 
 /// Stops answering but keeps the connection: a handler stuck forever.
