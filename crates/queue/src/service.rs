@@ -125,12 +125,12 @@ async fn compact<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>) {
         }
         let through = shared.store.borrow().removable_through();
         if let Some(s) = through.filter(|s| Some(*s) > removed_through) {
-            let log = shared.store.borrow().log().clone();
-            // Unlinking and the directory's fsync stay off the event loop.
-            match tokio::task::spawn_blocking(move || log.remove_through(s)).await {
-                Ok(Ok(_)) => removed_through = Some(s),
-                Ok(Err(e)) => tracing::warn!("queue {}: cannot delete drained segments: {e}", shared.api.prefix()),
-                Err(e) => tracing::warn!("queue {}: compaction task failed: {e}", shared.api.prefix()),
+            // The log's writer thread unlinks and fsyncs the directory: no
+            // disk I/O on the event loop.
+            let removed = shared.store.borrow().log().remove_through_async(s);
+            match removed.await {
+                Ok(_) => removed_through = Some(s),
+                Err(e) => tracing::warn!("queue {}: cannot delete drained segments: {e}", shared.api.prefix()),
             }
         }
     }

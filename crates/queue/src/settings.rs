@@ -196,8 +196,9 @@ impl Settings {
                 return Err(format!("queue: settings.retry_backoff '{b}' is unknown (known: constant, exponential)"))
             }
         };
-        let retry_max_delay =
-            Duration::from_millis(int("retry_max_delay_ms", defaults::RETRY_MAX_DELAY_MS, 0, 86_400_000)?);
+        // Unset, the cap is never below the delay asked for.
+        let default_max = defaults::RETRY_MAX_DELAY_MS.max(retry_delay.as_millis() as u64);
+        let retry_max_delay = Duration::from_millis(int("retry_max_delay_ms", default_max, 0, 86_400_000)?);
         if retry_max_delay < retry_delay {
             return Err("queue: settings.retry_max_delay_ms must be at least retry_delay_ms".into());
         }
