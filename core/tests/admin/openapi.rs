@@ -37,7 +37,13 @@ fn the_document_lists_exactly_the_servers_routes() {
 
 #[test]
 fn every_documented_call_is_answered_by_the_running_core() {
-    let core = TestCore::start("[[service]]\nprefix = \"/e/\"\ninternal = \"echo\"\n");
+    // A queue too, so that its calls find one.
+    let queue_dir = std::env::temp_dir().join(format!("cumulo-openapi-queue-{}", std::process::id()));
+    let core = TestCore::start(&format!(
+        "[[service]]\nprefix = \"/e/\"\ninternal = \"echo\"\n[[service]]\nprefix = \"/q/\"\ninternal = \"queue\"\n\
+         settings = {{ dir = \"{}\" }}\n",
+        queue_dir.display()
+    ));
     // A WebSocket connection open, so that closing connection 1 finds one.
     let _socket = open_websocket(&core);
     // removing the service last, so the other calls find it
@@ -57,6 +63,8 @@ fn every_documented_call_is_answered_by_the_running_core() {
     // and the server serves the very same document
     let served = core.get("/v1/openapi.json");
     assert_eq!(served["info"]["title"], "cumulo admin API");
+    drop(core);
+    let _ = std::fs::remove_dir_all(queue_dir);
 }
 
 /// Adds a gateway with a WebSocket path and opens connection 1 on it.

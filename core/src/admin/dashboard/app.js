@@ -292,6 +292,44 @@ function renderNodes(v) {
     : "single node (no [cluster] section)";
 }
 
+// ---- queues --------------------------------------------------------------
+
+function fmtBytes(n) {
+  if (n >= 1 << 30) return (n / (1 << 30)).toFixed(1) + " GiB";
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
+  if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + " KiB";
+  return n + " B";
+}
+
+function renderQueues(v) {
+  $("#queues-section").hidden = v.queues.length === 0;
+  const tbody = $("#queues tbody");
+  tbody.textContent = "";
+  for (const q of v.queues) {
+    const tr = document.createElement("tr");
+    tr.dataset.queue = q.prefix;
+    const oldest = q.oldest_age_ms == null ? "–" : fmtAge(q.oldest_age_ms / 1000);
+    for (const text of [q.prefix, q.mode, q.sync, q.depth, q.in_flight, q.delivered, q.redelivered, q.dead_letters,
+                        fmtBytes(q.bytes_on_disk), oldest]) {
+      const td = document.createElement("td");
+      td.textContent = String(text);
+      tr.appendChild(td);
+    }
+    const td = document.createElement("td");
+    const path = (op) => "/v1/queues/" + op + "?queue=" + encodeURIComponent(q.prefix);
+    for (const [op, label] of [["replay", "replay"], ["purge", "purge"]]) {
+      const b = document.createElement("button");
+      b.textContent = label;
+      b.className = op;
+      b.disabled = q.dead_letters === 0;
+      b.onclick = () => act("POST", path(op), undefined, q.prefix + ": " + op + " of " + q.dead_letters + " dead letters");
+      td.appendChild(b);
+    }
+    tr.appendChild(td);
+    tbody.appendChild(tr);
+  }
+}
+
 // ---- log -----------------------------------------------------------------
 
 function shownLevel(level) {
@@ -405,6 +443,7 @@ async function poll() {
     const levelInput = $("#log-level");
     if (document.activeElement !== levelInput) levelInput.value = status.log_level;
     if (state.polls % NODES_EVERY === 0) renderNodes(await api("GET", "/v1/nodes"));
+    renderQueues(await api("GET", "/v1/queues"));
     if (state.subsOpen.size) await showSubscriptions();
     await pollLog();
     drawChart();
