@@ -10,6 +10,14 @@
 //! log holds), `store` (the queue's state in memory and its log), `intake`
 //! (a request arrives), `delivery` (attempts, retries, dead letters),
 //! `report` (the admin API's view, metrics, purge and replay).
+//!
+//! It sees the core only through `cumulo-service`; naming the core does not
+//! compile (its manifest does not list it; `tests/dependencies.rs` checks
+//! the whole dependency graph):
+//!
+//! ```compile_fail
+//! use cumulo_core::state::Core;
+//! ```
 #![deny(unsafe_code)]
 
 mod backoff;

@@ -1,0 +1,92 @@
+//! The queue's parts on their own: settings, records, delays. The whole
+//! service runs against the real core in tests/tests/queue (end to end).
+
+use crate::backoff;
+use crate::record::{Failure, Record, Stored};
+use crate::settings::{Backoff, Mode, Settings, Sync};
+use std::time::Duration;
+
+fn table(text: &str) -> toml::Table {
+    toml::from_str(text).unwrap()
+}
+
+#[test]
+fn settings_defaults_and_every_refusal_names_its_key() {
+    let s = Settings::parse(&table("dir = \"/tmp/q\"")).unwrap();
+    assert_eq!((s.mode, s.sync, s.retry, s.max_deliveries), (Mode::Destination, Sync::Always, 2, 3));
+    assert_eq!(s.retry_on.len(), 4);
+    let s = Settings::parse(&table("dir = \"q\"\nsync = \"interval\"\nsync_interval_ms = 5\nretry = 0")).unwrap();
+    assert_eq!((s.sync, s.max_deliveries), (Sync::Interval(Duration::from_millis(5)), 1));
+    for (text, names) in [
+        ("", "settings.dir is required"),
+        ("dir = \"q\"\nnope = 1", "unknown setting 'nope'"),
+        ("dir = \"q\"\nmode = \"eventually\"", "settings.mode"),
+        ("dir = \"q\"\nsync = \"sometimes\"", "settings.sync"),
+        ("dir = \"q\"\nsync_interval_ms = 5", "needs sync = \"interval\""),
+        ("dir = \"q\"\nretry_on = [\"ok\"]", "settings.retry_on"),
+        ("dir = \"q\"\nretry_jitter = 2.0", "settings.retry_jitter"),
+        ("dir = \"q\"\ndead_letter = \"x\"", "settings.dead_letter"),
+        ("dir = \"q\"\nmax_bytes = 100", "settings.max_bytes"),
+        ("dir = \"q\"\nmax_bytes = 100000\nsegment_bytes = 200000", "segment_bytes must be at most max_bytes"),
+        ("dir = \"q\"\nbackend = \"jetstream\"", "not available"),
+        ("dir = \"q\"\nretry_delay_ms = 500\nretry_max_delay_ms = 100", "retry_max_delay_ms"),
+    ] {
+        let e = Settings::parse(&table(text)).unwrap_err();
+        assert!(e.contains(names), "{text:?}: {e}");
+    }
+    // A delay above the default cap raises the cap rather than failing.
+    let s = Settings::parse(&table("dir = \"q\"\nretry_delay_ms = 60000")).unwrap();
+    assert_eq!(s.retry_max_delay, Duration::from_secs(60));
+}
+
+#[test]
+fn records_round_trip_and_garbage_is_refused() {
+    let s = Stored {
+        id: 7,
+        arrived_ms: 1_700_000_000_000,
+        expires_ms: 0,
+        timeout_ms: 5000,
+        priority: -3,
+        dead: true,
+        attempts: 2,
+        history: vec![Failure { attempt: 1, at_ms: 5, status: 1 }, Failure { attempt: 2, at_ms: 9, status: 4 }],
+        destination: "/a/b".into(),
+        reply_to: "/r/".into(),
+        idempotency_key: "k".into(),
+        request_info: b"x\0y\0".to_vec(),
+        request: vec![1, 2, 3],
+    };
+    for r in [
+        Record::Put(s),
+        Record::Started { id: 1, attempt: 3 },
+        Record::Failed { id: 2, failure: Failure { attempt: 1, at_ms: 2, status: 3 } },
+        Record::Dead { id: 3 },
+        Record::Revive { id: 4 },
+        Record::Done { id: 5 },
+    ] {
+        let bytes = r.encode();
+        assert_eq!(Record::decode(&bytes), Some(r.clone()));
+        // Cut short or with a byte more, it is not a record.
+        assert_eq!(Record::decode(&bytes[..bytes.len() - 1]), None);
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(Record::decode(&longer), None);
+    }
+    assert_eq!(Record::decode(&[99, 0, 0]), None);
+    assert_eq!(Record::decode(&[]), None);
+}
+
+#[test]
+fn delays_grow_within_their_cap_and_jitter() {
+    let mut s = Settings::parse(&table("dir = \"q\"\nretry_delay_ms = 100\nretry_max_delay_ms = 1000")).unwrap();
+    s.backoff = Backoff::Exponential;
+    for _ in 0..200 {
+        for (failed, base) in [(1u32, 100.0), (2, 200.0), (3, 400.0), (4, 800.0), (5, 1000.0), (40, 1000.0)] {
+            let d = backoff::delay(&s, failed).as_secs_f64() * 1000.0;
+            assert!(d >= base * 0.8 - 1e-6 && d <= base * 1.2 + 1e-6, "attempt {failed}: {d} ms, base {base}");
+        }
+    }
+    s.backoff = Backoff::Constant;
+    s.jitter = 0.0;
+    assert_eq!(backoff::delay(&s, 9), Duration::from_millis(100));
+}
