@@ -42,9 +42,11 @@ fn find(ctx: &AdminContext, queue: Option<&str>) -> Result<Rc<dyn cumulo_service
     let reports = ctx.core.borrow().reports.of_kind("queue");
     let known = || reports.iter().map(|r| r.id()).collect::<Vec<_>>().join(", ");
     match queue {
-        Some(q) => reports.iter().find(|r| r.id() == q).cloned().ok_or_else(|| {
-            ApiError::not_found(format!("no queue with prefix '{q}' (queues: {})", known()))
-        }),
+        Some(q) => reports
+            .iter()
+            .find(|r| r.id() == q)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(format!("no queue with prefix '{q}' (queues: {})", known()))),
         None if reports.len() == 1 => Ok(reports[0].clone()),
         None if reports.is_empty() => Err(ApiError::not_found("no queue service is running")),
         None => Err(ApiError::bad_request(

@@ -79,7 +79,18 @@ pub fn queues(a: &AdminArgs, cmd: Option<QueuesCommand>) -> Outcome {
                 })
                 .collect();
             Ok(table::render(
-                &["QUEUE", "MODE", "SYNC", "DEPTH", "IN_FLIGHT", "DELIVERED", "REDELIVERED", "DEAD", "DISK_BYTES", "OLDEST"],
+                &[
+                    "QUEUE",
+                    "MODE",
+                    "SYNC",
+                    "DEPTH",
+                    "IN_FLIGHT",
+                    "DELIVERED",
+                    "REDELIVERED",
+                    "DEAD",
+                    "DISK_BYTES",
+                    "OLDEST",
+                ],
                 &rows,
             ))
         }

@@ -111,7 +111,10 @@ fn answered<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, s: &Stored, answer:
         tokio::task::spawn_local(async move {
             let r = call.await;
             if r.status != Status::Ok {
-                tracing::warn!("queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}", r.status);
+                tracing::warn!(
+                    "queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}",
+                    r.status
+                );
             }
         });
     }
@@ -176,10 +179,7 @@ fn dead<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, s: &Stored, last: Optio
                 store.finish(id);
             }
         } else {
-            tracing::warn!(
-                "queue {prefix}: dead letter {id} not taken by {to} ({}): kept here for replay",
-                r.status
-            );
+            tracing::warn!("queue {prefix}: dead letter {id} not taken by {to} ({}): kept here for replay", r.status);
         }
     });
 }

@@ -85,7 +85,12 @@ impl<A: ServiceApi + 'static> Report for QueueReport<A> {
         let label = || vec![("queue", self.prefix.clone())];
         let mut put = |name, help, kind, value: f64| out.push(Metric { name, help, kind, labels: label(), value });
         use MetricKind::{Counter, Gauge};
-        put("queue_waiting", "Requests of the queue service waiting for delivery (ready or delayed).", Gauge, store.depth() as f64);
+        put(
+            "queue_waiting",
+            "Requests of the queue service waiting for delivery (ready or delayed).",
+            Gauge,
+            store.depth() as f64,
+        );
         put("queue_in_flight", "Deliveries in progress.", Gauge, store.in_flight() as f64);
         put("queue_dead_letters", "Dead letters kept for replay.", Gauge, store.dead_count() as f64);
         put("queue_bytes_on_disk", "Bytes of the queue's log on disk.", Gauge, log.bytes_on_disk() as f64);

@@ -36,7 +36,8 @@ impl Queue {
     pub fn from_settings(t: &toml::Table) -> Result<Queue, String> {
         let settings = Settings::parse(t)?;
         let dir = &settings.dir;
-        std::fs::create_dir_all(dir).map_err(|e| format!("queue: cannot create settings.dir {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("queue: cannot create settings.dir {}: {e}", dir.display()))?;
         let probe = dir.join(".cumulo-write-check");
         std::fs::write(&probe, b"")
             .and_then(|()| std::fs::remove_file(&probe))
@@ -87,11 +88,7 @@ impl Queue {
         );
         let intakes = RefCell::new(JoinSet::new());
         let attempts = RefCell::new(JoinSet::new());
-        tokio::join!(
-            accept(&shared, &intakes),
-            crate::delivery::deliver(&shared, &attempts),
-            compact(&shared)
-        );
+        tokio::join!(accept(&shared, &intakes), crate::delivery::deliver(&shared, &attempts), compact(&shared));
     }
 }
 
@@ -111,7 +108,7 @@ async fn compact<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>) {
     let mut removed_through = None;
     loop {
         tokio::time::sleep(COMPACT_EVERY).await;
-        let relocate = shared.store.borrow_mut().to_relocate(shared.settings.segment_bytes);
+        let relocate = shared.store.borrow_mut().take_relocation(shared.settings.segment_bytes);
         if let Some((from, moved)) = relocate {
             let records = moved.iter().map(|s| crate::record::Record::Put(s.clone()).encode()).collect();
             let written = shared.store.borrow().log().append_many(records);

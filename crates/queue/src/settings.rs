@@ -230,7 +230,9 @@ impl Settings {
         let dead_letter = match string("dead_letter")? {
             None | Some("") => None,
             Some(d) if d.starts_with('/') => Some(d.to_string()),
-            Some(d) => return Err(format!("queue: settings.dead_letter '{d}' must be a service name starting with '/'")),
+            Some(d) => {
+                return Err(format!("queue: settings.dead_letter '{d}' must be a service name starting with '/'"))
+            }
         };
         let max_dead_letters = int("max_dead_letters", defaults::MAX_DEAD_LETTERS as u64, 0, 10_000_000)? as u32;
         let expires = Duration::from_millis(int("expires_ms", 0, 0, 365 * 86_400_000)?);

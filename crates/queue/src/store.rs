@@ -416,7 +416,7 @@ impl Store {
     /// Requests to write again so that the oldest segment can go: those of
     /// the oldest live segment, when it is older than the one before the
     /// active one and holds less than a quarter of a segment.
-    pub fn to_relocate(&mut self, segment_bytes: u64) -> Option<(u64, Vec<Stored>)> {
+    pub fn take_relocation(&mut self, segment_bytes: u64) -> Option<(u64, Vec<Stored>)> {
         if self.relocating {
             return None;
         }
@@ -425,8 +425,7 @@ impl Store {
         if seg + 1 >= active || live.bytes > segment_bytes / 4 {
             return None;
         }
-        let moved: Vec<Stored> =
-            self.entries.values().filter(|e| e.segment == seg).map(|e| e.stored.clone()).collect();
+        let moved: Vec<Stored> = self.entries.values().filter(|e| e.segment == seg).map(|e| e.stored.clone()).collect();
         self.relocating = true;
         Some((seg, moved))
     }

@@ -39,7 +39,10 @@ pub trait Report {
 /// The reports of the running service instances, kept by the core: an
 /// instance adds its own and the core removes it when the instance stops.
 #[derive(Default, Clone)]
-pub struct Reports(Rc<RefCell<Vec<(u64, Rc<dyn Report>)>>>);
+pub struct Reports(Rc<RefCell<Vec<Owned>>>);
+
+/// A report and the instance that owns it.
+type Owned = (u64, Rc<dyn Report>);
 
 impl Reports {
     /// Adds (or replaces) the report of `owner`.

@@ -62,9 +62,11 @@ fn ten_kills_of_the_core_lose_no_acknowledged_request() {
         ("max_in_flight", DELIVERIES.to_string()),
         ("retry", "20".to_string()),
     ];
-    let cfg = Config::new()
-        .service(recorder!("/rec/", record).set("count_process", 2))
-        .service(queue("/queue/", &work.0.join("queue"), &settings));
+    let cfg = Config::new().service(recorder!("/rec/", record).set("count_process", 2)).service(queue(
+        "/queue/",
+        &work.0.join("queue"),
+        &settings,
+    ));
     let (mut next, mut acked) = (1u64, Vec::new());
     let started = Instant::now();
     for round in 0..KILLS {
