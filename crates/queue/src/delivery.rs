@@ -5,6 +5,7 @@
 
 use crate::record::{Failure, Stored};
 use crate::service::{id_info, status_name, Shared};
+use crate::settings::Settings;
 use crate::store::now_ms;
 use cumulo_service::{info, Response, SendOptions, ServiceApi, Status};
 use std::cell::RefCell;
@@ -50,13 +51,8 @@ async fn attempt<A: ServiceApi + 'static>(shared: Rc<Shared<A>>, s: Stored) {
         let answer = failed_answer(&s, Status::Timeout, "its deadline (expires_ms) passed before it was delivered");
         return dead(&shared, &s, None, answer);
     }
-    let mut timeout = if s.timeout_ms > 0 { s.timeout_ms } else { DEFAULT_TIMEOUT_MS };
-    if s.expires_ms != 0 {
-        timeout = timeout.min((s.expires_ms - now).min(u32::MAX as u64) as u32).max(1);
-    }
-    let mut ri = s.request_info.clone();
-    info::push(&mut ri, b"queue-id", s.id.to_string().as_bytes());
-    info::push(&mut ri, b"queue-attempt", s.attempts.to_string().as_bytes());
+    let timeout = attempt_timeout(s.timeout_ms, s.expires_ms, now);
+    let ri = delivery_info(&s.request_info, s.id, s.attempts);
     let o = SendOptions { timeout_ms: timeout, priority: s.priority, wait_for_service: false };
     let answer = shared.api.call(&s.destination, &ri, &s.request, o).await;
     ended(&shared, s, answer);
@@ -65,30 +61,93 @@ async fn attempt<A: ServiceApi + 'static>(shared: Rc<Shared<A>>, s: Stored) {
 
 /// What an attempt's answer does to its request.
 fn ended<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, s: Stored, answer: Response) {
-    let settings = &shared.settings;
-    if answer.status == Status::Ok || !settings.retries(answer.status) {
-        {
-            let mut store = shared.store.borrow_mut();
-            if answer.status == Status::Ok {
-                store.counters.delivered += 1;
-            } else {
-                store.counters.answered_error += 1;
-            }
-            store.finish(s.id);
-        }
-        return answered(shared, &s, answer);
-    }
     let now = now_ms();
     let failure = Failure { attempt: s.attempts, at_ms: now, status: answer.status.code() };
-    if s.attempts >= settings.max_deliveries {
-        return dead(shared, &s, Some(failure), answer);
+    match verdict(&shared.settings, answer.status, s.attempts, s.expires_ms, now) {
+        Verdict::Finished => {
+            {
+                let mut store = shared.store.borrow_mut();
+                if answer.status == Status::Ok {
+                    store.counters.delivered += 1;
+                } else {
+                    store.counters.answered_error += 1;
+                }
+                store.finish(s.id);
+            }
+            answered(shared, &s, answer)
+        }
+        Verdict::Retry { due_ms } => shared.store.borrow_mut().retry_at(s.id, failure, due_ms),
+        Verdict::Dead { expired } => {
+            shared.store.borrow_mut().counters.expired += expired as u64;
+            dead(shared, &s, Some(failure), answer)
+        }
     }
-    let due = now + crate::backoff::delay(settings, s.attempts).as_millis() as u64;
-    if s.expires_ms != 0 && due >= s.expires_ms {
-        shared.store.borrow_mut().counters.expired += 1;
-        return dead(shared, &s, Some(failure), answer);
+}
+
+/// What becomes of a request after an attempt, whatever keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Answered: `OK`, or a status that is not retried.
+    Finished,
+    /// Tried again at this time (Unix ms).
+    Retry { due_ms: u64 },
+    /// Out of attempts, or (`expired`) the next one would start past the
+    /// request's deadline.
+    Dead { expired: bool },
+}
+
+/// The verdict on attempt `attempts` (1 for the first) of a request whose
+/// deadline is `expires_ms` (0: none), answered with `status` at `now_ms`.
+pub fn verdict(s: &Settings, status: Status, attempts: u32, expires_ms: u64, now_ms: u64) -> Verdict {
+    if status == Status::Ok || !s.retries(status) {
+        return Verdict::Finished;
     }
-    shared.store.borrow_mut().retry_at(s.id, failure, due);
+    if attempts >= s.max_deliveries {
+        return Verdict::Dead { expired: false };
+    }
+    let due_ms = now_ms + crate::backoff::delay(s, attempts).as_millis() as u64;
+    if expires_ms != 0 && due_ms >= expires_ms {
+        return Verdict::Dead { expired: true };
+    }
+    Verdict::Retry { due_ms }
+}
+
+/// An attempt's timeout: the request's own (or 5 s when it has none),
+/// never reaching past its deadline.
+pub fn attempt_timeout(timeout_ms: u32, expires_ms: u64, now_ms: u64) -> u32 {
+    let timeout = if timeout_ms > 0 { timeout_ms } else { DEFAULT_TIMEOUT_MS };
+    if expires_ms == 0 {
+        return timeout;
+    }
+    timeout.min(expires_ms.saturating_sub(now_ms).min(u32::MAX as u64) as u32).max(1)
+}
+
+/// The request_info of a delivery: the request's own, then `queue-id` and
+/// `queue-attempt`.
+pub fn delivery_info(request_info: &[u8], id: u64, attempt: u32) -> Vec<u8> {
+    let mut ri = Vec::with_capacity(request_info.len() + 40);
+    ri.extend_from_slice(request_info);
+    info::push(&mut ri, b"queue-id", id.to_string().as_bytes());
+    info::push(&mut ri, b"queue-attempt", attempt.to_string().as_bytes());
+    ri
+}
+
+/// The request_info of the answer sent to `reply_to`.
+pub fn reply_info(id: u64, status: Status, destination: &str) -> Vec<u8> {
+    let mut ri = id_info(id);
+    info::push(&mut ri, b"queue-status", status.name().as_bytes());
+    info::push(&mut ri, b"queue-destination", destination.as_bytes());
+    ri
+}
+
+/// The request_info of a dead letter sent to `dead_letter`.
+pub fn dead_letter_info(request_info: &[u8], id: u64, destination: &str, attempts: u32, history: &str) -> Vec<u8> {
+    let mut ri = request_info.to_vec();
+    info::push(&mut ri, b"queue-id", id.to_string().as_bytes());
+    info::push(&mut ri, b"queue-destination", destination.as_bytes());
+    info::push(&mut ri, b"queue-attempts", attempts.to_string().as_bytes());
+    info::push(&mut ri, b"queue-history", history.as_bytes());
+    ri
 }
 
 /// The request is finished: its waiting senders get the answer, and its
@@ -102,9 +161,7 @@ fn answered<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, s: &Stored, answer:
         }
     }
     if !s.reply_to.is_empty() {
-        let mut ri = id_info(s.id);
-        info::push(&mut ri, b"queue-status", answer.status.name().as_bytes());
-        info::push(&mut ri, b"queue-destination", s.destination.as_bytes());
+        let ri = reply_info(s.id, answer.status, &s.destination);
         let o = SendOptions { timeout_ms: s.timeout_ms.max(1), priority: s.priority, wait_for_service: false };
         let call = shared.api.call(&s.reply_to, &ri, &answer.response, o);
         let (prefix, to, id) = (shared.api.prefix().to_string(), s.reply_to.clone(), s.id);
@@ -132,12 +189,12 @@ fn failed_answer(s: &Stored, status: Status, why: &str) -> Response {
 
 /// `1:TIMEOUT@1700000000000,2:CRASHED@...`: what each failed attempt met.
 fn history_text(s: &Stored, last: Option<Failure>) -> String {
-    s.history
-        .iter()
-        .chain(last.as_ref())
-        .map(|f| format!("{}:{}@{}", f.attempt, status_name(f.status), f.at_ms))
-        .collect::<Vec<_>>()
-        .join(",")
+    history(s.history.iter().chain(last.as_ref()))
+}
+
+/// `1:TIMEOUT@1700000000000,2:CRASHED@...` of these failed attempts.
+pub fn history<'a>(failures: impl Iterator<Item = &'a Failure>) -> String {
+    failures.map(|f| format!("{}:{}@{}", f.attempt, status_name(f.status), f.at_ms)).collect::<Vec<_>>().join(",")
 }
 
 /// Out of attempts or time: a dead letter, kept for replay (up to
@@ -159,11 +216,7 @@ fn dead<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, s: &Stored, last: Optio
     }
     answered(shared, s, answer);
     let Some(to) = settings.dead_letter.clone() else { return };
-    let mut ri = s.request_info.clone();
-    info::push(&mut ri, b"queue-id", s.id.to_string().as_bytes());
-    info::push(&mut ri, b"queue-destination", s.destination.as_bytes());
-    info::push(&mut ri, b"queue-attempts", s.attempts.to_string().as_bytes());
-    info::push(&mut ri, b"queue-history", history.as_bytes());
+    let ri = dead_letter_info(&s.request_info, s.id, &s.destination, s.attempts, &history);
     let timeout = if s.timeout_ms > 0 { s.timeout_ms } else { DEFAULT_TIMEOUT_MS };
     let o = SendOptions { timeout_ms: timeout, priority: s.priority, wait_for_service: false };
     let call = shared.api.call(&to, &ri, &s.request, o);

@@ -4,7 +4,7 @@
 
 use crate::record::Stored;
 use crate::service::{id_info, refuse, Shared};
-use crate::settings::Mode;
+use crate::settings::{Mode, Settings};
 use crate::store::now_ms;
 use cumulo_service::{info, Request, ServiceApi, ServiceError, Status};
 use cumulo_wal::WalError;
@@ -79,10 +79,26 @@ fn duplicate<A: ServiceApi>(shared: &Shared<A>, req: A::Request, first: u64) {
     shared.api.return_(&req, Status::Ok, &info, first.to_string().as_bytes());
 }
 
-/// Checks a request and makes its record.
-fn check<A: ServiceApi>(shared: &Shared<A>, req: &A::Request) -> Result<Checked, ServiceError> {
-    let prefix = shared.api.prefix();
-    let s = &shared.settings;
+/// A request checked and read: what any backend stores of it besides its
+/// request_info and body.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub destination: String,
+    pub reply_to: String,
+    pub idempotency_key: String,
+    pub arrived_ms: u64,
+    /// Its deadline (Unix ms), 0 for none.
+    pub expires_ms: u64,
+    /// Each attempt's timeout.
+    pub timeout_ms: u32,
+    pub priority: i8,
+}
+
+/// Checks a request sent to a queue and reads what the queue needs of it:
+/// its destination (the name after the prefix, never under the prefix
+/// itself), `idempotency-key`, `reply_to`, deadline and timeout.
+pub fn prepare<A: ServiceApi>(api: &A, s: &Settings, req: &A::Request) -> Result<Prepared, ServiceError> {
+    let prefix = api.prefix();
     let rest = req.name().strip_prefix(prefix).unwrap_or("");
     if rest.is_empty() {
         return Err(ServiceError::new(
@@ -113,26 +129,12 @@ fn check<A: ServiceApi>(shared: &Shared<A>, req: &A::Request) -> Result<Checked,
             )
         })
     };
-    let key = text(IDEMPOTENCY_KEY)?;
+    let idempotency_key = text(IDEMPOTENCY_KEY)?;
     let reply_to = text(REPLY_TO)?;
     if !reply_to.is_empty() && !reply_to.starts_with('/') {
         return Err(ServiceError::new(
             Status::InvalidArgument,
             format!("queue {prefix}: reply_to '{reply_to}' must be a service name starting with '/'"),
-        ));
-    }
-    let mut store = shared.store.borrow_mut();
-    if !key.is_empty() && !s.dedup_window.is_zero() {
-        if let Some(first) = store.duplicate_of(&key, s) {
-            store.counters.duplicates += 1;
-            return Ok(Checked::Duplicate(first));
-        }
-    }
-    if store.len() >= s.max_messages as usize {
-        store.counters.refused_full += 1;
-        return Err(ServiceError::new(
-            Status::QueueFull,
-            format!("queue {prefix} is full: max_messages ({}) reached", s.max_messages),
         ));
     }
     let now = now_ms();
@@ -145,19 +147,48 @@ fn check<A: ServiceApi>(shared: &Shared<A>, req: &A::Request) -> Result<Checked,
         expires_ms = if expires_ms == 0 { own } else { expires_ms.min(own) };
     }
     let timeout_ms = if s.timeout_ms > 0 { s.timeout_ms } else { req.remaining_ms() };
-    Ok(Checked::Store(Stored {
-        id: store.take_id(),
+    Ok(Prepared {
+        destination,
+        reply_to,
+        idempotency_key,
         arrived_ms: now,
         expires_ms,
         timeout_ms,
         priority: req.priority(),
+    })
+}
+
+/// Checks a request and makes its record.
+fn check<A: ServiceApi>(shared: &Shared<A>, req: &A::Request) -> Result<Checked, ServiceError> {
+    let s = &shared.settings;
+    let p = prepare(&shared.api, s, req)?;
+    let mut store = shared.store.borrow_mut();
+    if !p.idempotency_key.is_empty() && !s.dedup_window.is_zero() {
+        if let Some(first) = store.duplicate_of(&p.idempotency_key, s) {
+            store.counters.duplicates += 1;
+            return Ok(Checked::Duplicate(first));
+        }
+    }
+    if store.len() >= s.max_messages as usize {
+        store.counters.refused_full += 1;
+        return Err(ServiceError::new(
+            Status::QueueFull,
+            format!("queue {} is full: max_messages ({}) reached", shared.api.prefix(), s.max_messages),
+        ));
+    }
+    Ok(Checked::Store(Stored {
+        id: store.take_id(),
+        arrived_ms: p.arrived_ms,
+        expires_ms: p.expires_ms,
+        timeout_ms: p.timeout_ms,
+        priority: p.priority,
         dead: false,
         attempts: 0,
         history: Vec::new(),
-        destination,
-        reply_to,
-        idempotency_key: key,
-        request_info: ri.to_vec(),
+        destination: p.destination,
+        reply_to: p.reply_to,
+        idempotency_key: p.idempotency_key,
+        request_info: req.request_info().to_vec(),
         request: req.body().to_vec(),
     }))
 }

@@ -30,7 +30,21 @@ mod settings;
 mod store;
 
 pub use service::Queue;
-pub use settings::{check_settings, Settings};
+pub use settings::{check_settings, Backend, Backoff, Mode, Settings, Sync};
+
+/// What every backend of the queue shares: how a request is checked and
+/// read, what an attempt's answer does to it, and the request_info of
+/// deliveries, replies and dead letters (docs/QUEUE.md). The file backend
+/// is this crate; another backend (JetStream) builds on these.
+pub mod shared {
+    pub use crate::delivery::{
+        attempt_timeout, dead_letter_info, delivery_info, history, reply_info, verdict, Verdict,
+    };
+    pub use crate::intake::{prepare, Prepared};
+    pub use crate::record::Failure;
+    pub use crate::service::status_name;
+    pub use crate::store::now_ms;
+}
 
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,9 @@ impl Queue {
     /// written: a queue that cannot keep what it accepts must not start.
     pub fn from_settings(t: &toml::Table) -> Result<Queue, String> {
         let settings = Settings::parse(t)?;
+        if settings.backend != crate::settings::Backend::File {
+            return Err("queue: backend = \"jetstream\" is not available in this build".into());
+        }
         let dir = &settings.dir;
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("queue: cannot create settings.dir {}: {e}", dir.display()))?;
@@ -145,7 +148,7 @@ pub(crate) fn id_info(id: u64) -> Vec<u8> {
     info
 }
 
-pub(crate) fn status_name(code: u16) -> &'static str {
+pub fn status_name(code: u16) -> &'static str {
     match Status::from_code(code) {
         Status::Other(_) => "OTHER",
         s => s.name(),

@@ -30,7 +30,24 @@ const KNOWN: &[&str] = &[
     "max_messages",
     "segment_bytes",
     "max_in_flight",
+    "replicas",
+    "stream",
 ];
+
+/// Settings of the file backend only.
+const FILE_ONLY: &[&str] = &["dir", "sync", "sync_interval_ms", "segment_bytes"];
+/// Settings of the JetStream backend only.
+const JETSTREAM_ONLY: &[&str] = &["replicas", "stream"];
+
+/// Where the queue keeps its requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A write-ahead log on local disk (`dir`).
+    File,
+    /// A work-queue stream on the cloud's NATS (JetStream), `replicas`
+    /// copies, named `stream` (default: from the prefix).
+    JetStream { replicas: u32, stream: Option<String> },
+}
 
 /// How the sender is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +79,8 @@ pub enum Backoff {
 
 #[derive(Debug, Clone)]
 pub struct Settings {
+    pub backend: Backend,
+    /// The log's directory (file backend).
     pub dir: PathBuf,
     pub mode: Mode,
     pub sync: Sync,
@@ -161,15 +180,35 @@ impl Settings {
                 Some(_) => Err(format!("queue: settings.{key} must be an integer in {min} .. {max}")),
             }
         };
-        match string("backend")? {
-            None | Some("file") => {}
+        let backend = match string("backend")? {
+            None | Some("file") => Backend::File,
             Some("jetstream") => {
-                return Err("queue: settings.backend 'jetstream' is not available in this build; use 'file'".into())
+                let replicas = int("replicas", 1, 1, 5)? as u32;
+                let stream = match string("stream")? {
+                    None => None,
+                    Some(n)
+                        if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+                    {
+                        Some(n.to_string())
+                    }
+                    Some(n) => return Err(format!("queue: settings.stream '{n}' must be letters, digits, '_' or '-'")),
+                };
+                Backend::JetStream { replicas, stream }
             }
-            Some(other) => return Err(format!("queue: settings.backend '{other}' is unknown (known: file)")),
+            Some(other) => {
+                return Err(format!("queue: settings.backend '{other}' is unknown (known: file, jetstream)"))
+            }
+        };
+        let (wrong, which) = match backend {
+            Backend::File => (JETSTREAM_ONLY, "jetstream"),
+            Backend::JetStream { .. } => (FILE_ONLY, "file"),
+        };
+        if let Some(k) = wrong.iter().find(|k| t.contains_key(**k)) {
+            return Err(format!("queue: settings.{k} is a setting of the {which} backend only"));
         }
-        let dir = match string("dir")? {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
+        let dir = match (string("dir")?, &backend) {
+            (Some(d), _) if !d.is_empty() => PathBuf::from(d),
+            (_, Backend::JetStream { .. }) => PathBuf::new(),
             _ => return Err("queue: settings.dir is required (the directory of the queue's log)".into()),
         };
         let mode = match string("mode")? {
@@ -247,6 +286,7 @@ impl Settings {
         }
         let max_in_flight = int("max_in_flight", defaults::MAX_IN_FLIGHT as u64, 1, 65_536)? as u32;
         Ok(Settings {
+            backend,
             dir,
             mode,
             sync,

@@ -145,6 +145,10 @@ impl Store {
             }
         }
         store.counters.recovered = store.entries.len() as u64;
+        // Ids go on from the clock (µs since the epoch) when that is ahead
+        // of the log: a request whose record was dropped, or whose segment
+        // was deleted once drained, never has its id given out again.
+        store.next_id = store.next_id.max(now_ms().saturating_mul(1000));
         store.trim_keys(now, settings);
         Ok(store)
     }

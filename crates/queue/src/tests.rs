@@ -3,7 +3,7 @@
 
 use crate::backoff;
 use crate::record::{Failure, Record, Stored};
-use crate::settings::{Backoff, Mode, Settings, Sync};
+use crate::settings::{Backend, Backoff, Mode, Settings, Sync};
 use std::time::Duration;
 
 fn table(text: &str) -> toml::Table {
@@ -28,12 +28,18 @@ fn settings_defaults_and_every_refusal_names_its_key() {
         ("dir = \"q\"\ndead_letter = \"x\"", "settings.dead_letter"),
         ("dir = \"q\"\nmax_bytes = 100", "settings.max_bytes"),
         ("dir = \"q\"\nmax_bytes = 100000\nsegment_bytes = 200000", "segment_bytes must be at most max_bytes"),
-        ("dir = \"q\"\nbackend = \"jetstream\"", "not available"),
+        ("dir = \"q\"\nbackend = \"jetstream\"", "settings.dir is a setting of the file backend only"),
+        ("backend = \"jetstream\"\nsync = \"never\"", "settings.sync is a setting of the file backend only"),
+        ("dir = \"q\"\nreplicas = 3", "settings.replicas is a setting of the jetstream backend only"),
+        ("backend = \"jetstream\"\nreplicas = 7", "settings.replicas"),
+        ("backend = \"jetstream\"\nstream = \"a.b\"", "settings.stream"),
         ("dir = \"q\"\nretry_delay_ms = 500\nretry_max_delay_ms = 100", "retry_max_delay_ms"),
     ] {
         let e = Settings::parse(&table(text)).unwrap_err();
         assert!(e.contains(names), "{text:?}: {e}");
     }
+    let s = Settings::parse(&table("backend = \"jetstream\"\nreplicas = 3")).unwrap();
+    assert_eq!(s.backend, Backend::JetStream { replicas: 3, stream: None });
     // A delay above the default cap raises the cap rather than failing.
     let s = Settings::parse(&table("dir = \"q\"\nretry_delay_ms = 60000")).unwrap();
     assert_eq!(s.retry_max_delay, Duration::from_secs(60));

@@ -284,11 +284,23 @@ impl Log {
 
         let existing = segment::list(&dir)?;
         let recovery = recovery::recover(&dir, &existing)?;
-        let active_number = existing.last().map_or(1, |&(s, _)| s + 1);
-        let active = segment::create(&dir, active_number)?;
-        let closed: BTreeMap<u64, u64> = existing.into_iter().collect();
+        let mut closed: BTreeMap<u64, u64> = existing.iter().copied().collect();
+        let active = match (segment::create(&dir, existing.last().map_or(1, |&(s, _)| s + 1)), existing.last()) {
+            (Ok(a), _) => a,
+            // No room for a new segment (a full disk): the log still opens,
+            // so that what it holds can be read, delivered and deleted. The
+            // last segment stands in as a poisoned active one: nothing is
+            // written to it, and the first append tries a new segment again.
+            (Err(e @ WalError::Io { .. }), Some(&(last, _))) => {
+                tracing::warn!("{e}; the log opens without a new segment until one can be created");
+                closed.remove(&last);
+                segment::stand_in(&dir, last)?
+            }
+            (Err(e), _) => return Err(e),
+        };
+        let active_number = active.segment;
 
-        let shared = Arc::new(Shared::new(dir.clone(), max_bytes, active_number, closed));
+        let shared = Arc::new(Shared::new(dir.clone(), max_bytes, (active_number, active.len), closed));
         let writer = Writer::new(shared.clone(), sync, segment_bytes, active);
         let (tx, rx) = mpsc::channel();
         let thread = thread::Builder::new()

@@ -124,6 +124,17 @@ pub(crate) fn create(dir: &Path, segment: u64) -> Result<Active, WalError> {
     Ok(Active { segment, path, file, len: HEADER_LEN, synced_len: HEADER_LEN, poisoned: false })
 }
 
+/// An existing segment as the active one when no new one can be created:
+/// poisoned, so the writer writes nothing to it and starts a new segment
+/// (retrying the create) before the next append.
+pub(crate) fn stand_in(dir: &Path, segment: u64) -> Result<Active, WalError> {
+    let path = path(dir, segment);
+    let file =
+        OpenOptions::new().read(true).write(true).open(&path).map_err(|e| WalError::io(&path, "open segment", e))?;
+    let len = file.metadata().map_err(|e| WalError::io(&path, "stat segment", e))?.len();
+    Ok(Active { segment, path, file, len, synced_len: len, poisoned: true })
+}
+
 /// fsync of the directory, which makes a created or removed name durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), WalError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| WalError::io(dir, "fsync directory", e))

@@ -68,8 +68,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(dir: PathBuf, max_bytes: u64, active: u64, closed: BTreeMap<u64, u64>) -> Shared {
-        let on_disk = closed.values().sum::<u64>() + HEADER_LEN;
+    /// `active_len`: the bytes of the active segment (its header, or all of
+    /// a stand-in's).
+    pub(crate) fn new(dir: PathBuf, max_bytes: u64, active: (u64, u64), closed: BTreeMap<u64, u64>) -> Shared {
+        let (active, active_len) = active;
+        let on_disk = closed.values().sum::<u64>() + active_len;
         Shared {
             dir,
             max_bytes,
@@ -188,7 +191,14 @@ impl Writer {
             };
             match cmd {
                 Command::Remove { through, reply } => {
-                    let _ = reply.send(remove_through(&self.shared, through));
+                    let removed = remove_through(&self.shared, through);
+                    // A stand-in active segment (no room for a new one at
+                    // open) gives way as soon as the removal made room, so
+                    // that it too can be removed once drained.
+                    if self.active.poisoned && removed.as_ref().is_ok_and(|n| *n > 0) {
+                        let _ = self.rotate();
+                    }
+                    let _ = reply.send(removed);
                 }
                 Command::Append(first) => {
                     let mut bytes = first.bytes;

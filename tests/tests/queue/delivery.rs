@@ -43,7 +43,7 @@ fn destination_mode_answers_with_the_destinations_answer() {
     let r = api.send_sync("/q/dest/hello", b"k\0v\0", b"body", opts(5000)).unwrap();
     assert_eq!(r.body, b"body");
     assert_eq!(field(&r, "name"), "/dest/hello", "delivered to the name after the queue's prefix");
-    assert_eq!(field(&r, "queue-id"), "1");
+    assert!(field(&r, "queue-id").parse::<u64>().is_ok_and(|id| id > 0));
 }
 
 #[test]

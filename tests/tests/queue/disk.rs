@@ -335,8 +335,6 @@ fn a_full_disk_answers_queue_full_and_keeps_every_acknowledged_request() {
 /// deliver a log whose file system is still full (which frees its
 /// segments).
 #[test]
-#[ignore = "a queue cannot reopen its log on a full disk: Log::open always creates a new segment first, whose \
-            header write fails with ENOSPC, and the queue then never runs (cumulo-wal Log::open, queue Store::open)"]
 fn a_core_restarted_on_a_still_full_disk_delivers_every_acknowledged_request() {
     let work = TempDir::new();
     let mnt = work.0.join("mnt");
