@@ -71,6 +71,11 @@ args = ["{TALKER}"]
 env = {{ PYTHONUNBUFFERED = "1", CUMULO_PURE_PYTHON = "1" }}
 
 [[service]]
+prefix = "/jobs/"
+internal = "queue"
+settings = {{ dir = "{work}/jobs", mode = "accepted", retry = 0, timeout_ms = 200 }}
+
+[[service]]
 prefix = "/load/"
 internal = "request_rate"
 settings = {{ service_name = "/tests/http_req/rust.xml/get", request = {{ value = 42 }}, request_rate = {RATE} }}
@@ -245,6 +250,23 @@ def test_subscriptions_of_a_service_are_shown(cloud: Cloud, browser: Chromium) -
     assert browser.wait_for(
         "document.querySelector(\"tr.subs[data-for='%d']\")?.textContent.includes('/talk/say/get')" % sid, what="subs"
     )
+
+
+def test_the_queues_panel_shows_a_dead_letter_and_a_click_purges_it(cloud: Cloud, browser: Chromium) -> None:
+    # Through the gateway into the queue, for a name nobody serves: stored,
+    # acknowledged, then a dead letter after its one attempt.
+    with urllib.request.urlopen("http://127.0.0.1:%d/jobs/nowhere/x?n=1" % cloud.http, timeout=10) as r:
+        assert r.status == 200 and int(r.read()) > 0
+    queue_row = "document.querySelector(\"#queues tr[data-queue='/jobs/']\")"
+    dead = "(() => { const r = %s; return r ? r.children[7].textContent : null; })()" % queue_row
+    assert browser.wait_for("!document.querySelector('#queues-section').hidden", what="the queues panel")
+    assert browser.wait_for(dead + " === '1'", timeout=20, what="one dead letter in the queues panel")
+    shot = cloud.work / "dashboard-queues.png"
+    check_png(browser.screenshot(shot), shot)
+    browser.click("#queues tr[data-queue='/jobs/'] button.purge")
+    assert browser.wait_for(dead + " === '0'", timeout=20, what="no dead letter after the click")
+    q = cloud.get("/v1/queues")["queues"][0]
+    assert (q["prefix"], q["dead_letters"], q["purged"]) == ("/jobs/", 0, 1), q
 
 
 def test_a_hundred_more_services_still_render_and_refresh(cloud: Cloud, browser: Chromium) -> None:
