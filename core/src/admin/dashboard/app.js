@@ -309,12 +309,14 @@ function renderQueues(v) {
     const tr = document.createElement("tr");
     tr.dataset.queue = q.prefix;
     const oldest = q.oldest_age_ms == null ? "–" : fmtAge(q.oldest_age_ms / 1000);
-    for (const text of [q.prefix, q.mode, q.sync, q.depth, q.in_flight, q.delivered, q.redelivered, q.dead_letters,
-                        fmtBytes(q.bytes_on_disk), oldest]) {
+    const cells = [q.prefix, q.mode, q.sync, q.depth, q.in_flight, q.delivered, q.redelivered, q.dead_letters,
+                   fmtBytes(q.bytes_on_disk), oldest];
+    cells.forEach((text, i) => {
       const td = document.createElement("td");
       td.textContent = String(text);
+      if (i >= 3) td.className = "num";   // the counts, right-aligned under their headings
       tr.appendChild(td);
-    }
+    });
     const td = document.createElement("td");
     const path = (op) => "/v1/queues/" + op + "?queue=" + encodeURIComponent(q.prefix);
     for (const [op, label] of [["replay", "replay"], ["purge", "purge"]]) {
