@@ -75,26 +75,7 @@ impl Record {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::new());
         match self {
-            Record::Put(s) => {
-                w.0.reserve(s.size() + 16);
-                w.u8(PUT);
-                w.u64(s.id);
-                w.u64(s.arrived_ms);
-                w.u64(s.expires_ms);
-                w.u32(s.timeout_ms);
-                w.u8(s.priority as u8);
-                w.u8(s.dead as u8);
-                w.u32(s.attempts);
-                w.u32(s.history.len() as u32);
-                for f in &s.history {
-                    w.failure(f);
-                }
-                w.bytes(s.destination.as_bytes());
-                w.bytes(s.reply_to.as_bytes());
-                w.bytes(s.idempotency_key.as_bytes());
-                w.bytes(&s.request_info);
-                w.bytes(&s.request);
-            }
+            Record::Put(s) => return encode_put(s),
             Record::Started { id, attempt } => {
                 w.u8(STARTED);
                 w.u64(*id);
@@ -172,6 +153,29 @@ impl Record {
         };
         r.0.is_empty().then_some(rec)
     }
+}
+
+/// A `Put` of `s`, encoded without copying `s` first.
+pub fn encode_put(s: &Stored) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(s.size() + 16));
+    w.u8(PUT);
+    w.u64(s.id);
+    w.u64(s.arrived_ms);
+    w.u64(s.expires_ms);
+    w.u32(s.timeout_ms);
+    w.u8(s.priority as u8);
+    w.u8(s.dead as u8);
+    w.u32(s.attempts);
+    w.u32(s.history.len() as u32);
+    for f in &s.history {
+        w.failure(f);
+    }
+    w.bytes(s.destination.as_bytes());
+    w.bytes(s.reply_to.as_bytes());
+    w.bytes(s.idempotency_key.as_bytes());
+    w.bytes(&s.request_info);
+    w.bytes(&s.request);
+    w.0
 }
 
 struct Writer(Vec<u8>);

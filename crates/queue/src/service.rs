@@ -113,7 +113,7 @@ async fn compact<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>) {
         tokio::time::sleep(COMPACT_EVERY).await;
         let relocate = shared.store.borrow_mut().take_relocation(shared.settings.segment_bytes);
         if let Some((from, moved)) = relocate {
-            let records = moved.iter().map(|s| crate::record::Record::Put(s.clone()).encode()).collect();
+            let records = moved.iter().map(crate::record::encode_put).collect();
             let written = shared.store.borrow().log().append_many(records);
             match written.await {
                 Ok(positions) => shared.store.borrow_mut().relocated(from, &moved, &positions),

@@ -266,7 +266,7 @@ impl Store {
 
     /// Appends a request's `Put`; its future resolves once it is durable.
     pub fn append_put(&self, s: &Stored) -> impl Future<Output = Result<Position, WalError>> + 'static {
-        self.log.append(Record::Put(s.clone()).encode())
+        self.log.append(crate::record::encode_put(s))
     }
 
     /// Takes a request whose `Put` is durable at `pos`.
