@@ -464,6 +464,20 @@ impl Config {
         }
         for (i, s) in self.services.iter().enumerate() {
             validate_service(&format!("service[{i}] ({})", s.prefix), s)?;
+            // A queue on JetStream keeps its requests on the cloud's NATS.
+            if self.cluster.is_none()
+                && s.internal.as_deref() == Some("queue")
+                && crate::internal::is_jetstream_queue(&s.settings)
+            {
+                return Err((
+                    "cluster.servers".into(),
+                    format!(
+                        "service[{i}] ({}) is a queue with backend = \"jetstream\", a stream on the cloud's NATS: \
+                         add a [cluster] section with servers (or use backend = \"file\")",
+                        s.prefix
+                    ),
+                ));
+            }
         }
         Ok(())
     }

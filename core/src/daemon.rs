@@ -113,6 +113,11 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     // starts, so that one that cannot start (its port taken, its log file
     // unwritable) stops the core with a clear error instead of failing
     // quietly in the background.
+    // The cloud's NATS, for the services that keep their state there (a
+    // queue with backend = "jetstream").
+    if let Some(c) = &cfg.cluster {
+        crate::internal::set_cluster(c, &c.node_name(cfg.admin.port));
+    }
     for (i, svc) in cfg.services.iter().enumerate() {
         if let Some(name) = &svc.internal {
             crate::internal::create(name, &svc.settings)

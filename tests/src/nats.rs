@@ -1,6 +1,7 @@
 //! Real `nats-server` processes for the cluster tests: one server, or a
 //! NATS cluster of several (routes between them), on free loopback ports,
-//! killed on drop.
+//! killed on drop; with JetStream (its store in the server's folder) where
+//! a test asks for it.
 #![allow(unsafe_code, reason = "signals and rlimits for test processes through libc; a SAFETY comment on every block")]
 
 use crate::harness::{free_port, TempDir};
@@ -37,14 +38,28 @@ pub struct NatsServer {
 impl NatsServer {
     /// A lone server; `max_payload` in bytes when given.
     pub fn start(max_payload: Option<u32>) -> NatsServer {
-        let mut s = NatsServer::configure(free_port(), free_port(), &[], max_payload);
+        let mut s = NatsServer::configure(free_port(), free_port(), &[], max_payload, false);
         s.run();
         s
     }
 
-    fn configure(port: u16, cluster_port: u16, routes: &[u16], max_payload: Option<u32>) -> NatsServer {
+    /// A lone server with JetStream (`-js`), its store in its folder.
+    pub fn start_jetstream(max_payload: Option<u32>) -> NatsServer {
+        let mut s = NatsServer::configure(free_port(), free_port(), &[], max_payload, true);
+        s.run();
+        s
+    }
+
+    fn configure(port: u16, cluster_port: u16, routes: &[u16], max_payload: Option<u32>, js: bool) -> NatsServer {
         let dir = TempDir::new();
         let mut conf = format!("host: 127.0.0.1\nport: {port}\n");
+        if js {
+            // A JetStream cluster needs each server named.
+            conf.push_str(&format!(
+                "server_name: s{port}\njetstream {{\n  store_dir: \"{}\"\n}}\n",
+                dir.0.join("js").display()
+            ));
+        }
         if let Some(n) = max_payload {
             conf.push_str(&format!("max_payload: {n}\n"));
         }
@@ -131,10 +146,19 @@ pub struct NatsCluster {
 
 impl NatsCluster {
     pub fn start(n: usize) -> NatsCluster {
+        NatsCluster::start_with(n, false)
+    }
+
+    /// A cluster of `n` servers with JetStream clustered over them.
+    pub fn start_jetstream(n: usize) -> NatsCluster {
+        NatsCluster::start_with(n, true)
+    }
+
+    fn start_with(n: usize, js: bool) -> NatsCluster {
         let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
         let routes: Vec<u16> = ports.iter().map(|p| p.1).collect();
         let mut servers: Vec<NatsServer> =
-            ports.iter().map(|&(p, c)| NatsServer::configure(p, c, &routes, None)).collect();
+            ports.iter().map(|&(p, c)| NatsServer::configure(p, c, &routes, None, js)).collect();
         for s in &mut servers {
             s.run();
         }

@@ -44,6 +44,43 @@ impl InternalService for Queue {
     }
 }
 
+/// The durable queue on JetStream (crates/queue-jetstream), on the cloud's
+/// NATS.
+struct JetStreamQueue(cumulo_queue_jetstream::JetStreamQueue);
+
+impl InternalService for JetStreamQueue {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(self.0.run(api))
+    }
+}
+
+/// The `[cluster]` section as the JetStream queue takes it, set once when
+/// the core starts (no cluster: never set).
+static CLUSTER: std::sync::OnceLock<cumulo_queue_jetstream::Connect> = std::sync::OnceLock::new();
+
+/// Keeps the core's `[cluster]` section (and this node's name) for the
+/// internal services that use the cloud's NATS. Called once, at start.
+pub fn set_cluster(c: &crate::cluster::config::ClusterConfig, node: &str) {
+    let _ = CLUSTER.set(cumulo_queue_jetstream::Connect {
+        servers: c.servers.clone(),
+        cloud: c.name.clone(),
+        node: node.to_string(),
+        user: c.user.clone(),
+        password: c.password.clone(),
+        token: c.token.clone(),
+        creds_file: c.creds_file.clone(),
+        tls_required: c.tls_required,
+        tls_ca_file: c.tls_ca_file.clone(),
+        tls_cert_file: c.tls_cert_file.clone(),
+        tls_key_file: c.tls_key_file.clone(),
+    });
+}
+
+/// Whether a queue's settings choose the JetStream backend.
+pub fn is_jetstream_queue(settings: &toml::Table) -> bool {
+    settings.get("backend").and_then(|v| v.as_str()) == Some("jetstream")
+}
+
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
@@ -51,6 +88,9 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
         "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
+        "queue" if is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(
+            cumulo_queue_jetstream::JetStreamQueue::from_settings(settings, CLUSTER.get().cloned())?,
+        ))),
         "queue" => Ok(Box::new(Queue(cumulo_queue::Queue::from_settings(settings)?))),
         other => Err(format!("unknown internal service '{other}' (known: {})", settings::KNOWN.join(", "))),
     }

@@ -86,8 +86,10 @@ impl Names {
                 name
             }
         };
-        let cloud_token: String =
-            cloud.chars().map(|c| if c == '.' || c == '*' || c == '>' || c.is_whitespace() { '_' } else { c }).collect();
+        let cloud_token: String = cloud
+            .chars()
+            .map(|c| if c == '.' || c == '*' || c == '>' || c.is_whitespace() { '_' } else { c })
+            .collect();
         let subject = format!("cumulo.{cloud_token}.queue.{stream}");
         Names {
             dead_stream: format!("{stream}_DEAD"),

@@ -64,7 +64,18 @@ impl Message {
         let origin = String::from_utf8(r.bytes()?.to_vec()).ok()?;
         let request_info = r.bytes()?.to_vec();
         let body = r.0.to_vec();
-        Some(Message { id, arrived_ms, expires_ms, timeout_ms, priority, destination, reply_to, origin, request_info, body })
+        Some(Message {
+            id,
+            arrived_ms,
+            expires_ms,
+            timeout_ms,
+            priority,
+            destination,
+            reply_to,
+            origin,
+            request_info,
+            body,
+        })
     }
 }
 

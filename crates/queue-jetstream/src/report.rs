@@ -53,6 +53,10 @@ pub struct Snapshot {
     pub redelivered: u64,
     pub dead_letters: u64,
     pub dead_bytes: u64,
+    /// The server leading the stream (a cluster), and its other replicas
+    /// with whether each is current.
+    pub leader: Option<String>,
+    pub peers: Vec<(String, bool)>,
     /// (first, last) sequence of the dead letters' stream the list is of.
     dead_range: (u64, u64, u64),
     pub dead_list: Vec<Value>,
@@ -92,7 +96,12 @@ pub(crate) async fn refresh<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>) {
 async fn ask<A: ServiceApi>(shared: &Shared<A>, known: Snapshot) -> Result<Snapshot, String> {
     let n = &shared.names;
     let mut stream = shared.js.get_stream(&n.stream).await.map_err(|e| format!("stream {}: {e}", n.stream))?;
-    let state = stream.info().await.map_err(|e| format!("stream {}: {e}", n.stream))?.state.clone();
+    let info = stream.info().await.map_err(|e| format!("stream {}: {e}", n.stream))?;
+    let state = info.state.clone();
+    let (leader, peers) = match &info.cluster {
+        Some(c) => (c.leader.clone(), c.replicas.iter().map(|p| (p.name.clone(), p.current && !p.offline)).collect()),
+        None => (None, Vec::new()),
+    };
     let c = stream.consumer_info(CONSUMER).await.map_err(|e| format!("consumer {CONSUMER}: {e}"))?;
     let mut s = Snapshot {
         at_ms: now_ms(),
@@ -102,6 +111,8 @@ async fn ask<A: ServiceApi>(shared: &Shared<A>, known: Snapshot) -> Result<Snaps
         pending: c.num_pending,
         ack_pending: c.num_ack_pending as u64,
         redelivered: c.num_redelivered as u64,
+        leader,
+        peers,
         dead_range: known.dead_range,
         dead_list: known.dead_list,
         ..Default::default()
@@ -174,6 +185,8 @@ impl<A: ServiceApi + 'static> Report for JetStreamReport<A> {
             "subject": shared.names.subject,
             "dead_stream": if s.max_dead_letters > 0 { Some(&shared.names.dead_stream) } else { None },
             "replicas": shared.replicas,
+            "leader": snap.leader,
+            "peers": snap.peers.iter().map(|(name, current)| json!({ "name": name, "current": current })).collect::<Vec<_>>(),
             "mode": match s.mode { Mode::Destination => "destination", Mode::Accepted => "accepted" },
             "depth": snap.pending,
             "in_flight": snap.ack_pending,
@@ -232,7 +245,9 @@ impl<A: ServiceApi + 'static> Report for JetStreamReport<A> {
                 let limit = args.get("limit").and_then(|v| v.as_u64()).unwrap_or(100).min(MAX_LISTED as u64);
                 let snap = shared.snapshot.borrow();
                 let list: Vec<Value> = snap.dead_list.iter().take(limit as usize).cloned().collect();
-                Ok(json!({ "prefix": prefix, "dead_letters": list, "total": snap.dead_letters, "as_of_ms": snap.at_ms }))
+                Ok(
+                    json!({ "prefix": prefix, "dead_letters": list, "total": snap.dead_letters, "as_of_ms": snap.at_ms }),
+                )
             }
             "purge" => {
                 let (js, dead) = (shared.js.clone(), shared.names.dead_stream.clone());
@@ -280,7 +295,10 @@ async fn replay<A: ServiceApi + 'static>(shared: Weak<Shared<A>>) {
     let mut n = 0u64;
     for seq in first.max(1)..=last {
         let Ok(Ok(m)) = tokio::time::timeout(ASK_TIMEOUT, dead.get_raw_message(seq)).await else { continue };
-        let put = tokio::time::timeout(ASK_TIMEOUT, publish(&js, names.subject.clone(), HeaderMap::new(), m.payload.to_vec()));
+        let put = tokio::time::timeout(
+            ASK_TIMEOUT,
+            publish(&js, names.subject.clone(), HeaderMap::new(), m.payload.to_vec()),
+        );
         match put.await {
             Ok(Ok(_)) => {
                 let _ = tokio::time::timeout(ASK_TIMEOUT, dead.delete_message(seq)).await;

@@ -200,7 +200,12 @@ pub(crate) async fn run<A: ServiceApi + 'static>(settings: Settings, connect: Co
             Mode::Accepted => "accepted",
         }
     );
-    tokio::join!(accept(&shared), deliver(&shared, consumer), listen(&shared, answers), crate::report::refresh(&shared));
+    tokio::join!(
+        accept(&shared),
+        deliver(&shared, consumer),
+        listen(&shared, answers),
+        crate::report::refresh(&shared)
+    );
 }
 
 /// A node name as one token of a subject.
@@ -622,11 +627,9 @@ async fn dead<A: ServiceApi + 'static>(
         let mut h = HeaderMap::new();
         h.insert("Cumulo-Attempts", attempts.to_string().as_str());
         h.insert("Cumulo-History", history_text.as_str());
-        let put = tokio::time::timeout(
-            API_TIMEOUT,
-            publish(&shared.js, shared.names.dead_subject.clone(), h, copy.encode()),
-        )
-        .await;
+        let put =
+            tokio::time::timeout(API_TIMEOUT, publish(&shared.js, shared.names.dead_subject.clone(), h, copy.encode()))
+                .await;
         match put {
             Ok(Ok(ack)) => kept = Some(ack.sequence),
             other => {
@@ -687,7 +690,8 @@ fn answered<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, m: &Message, id: u6
             let mut payload = record::encode_answer(id, answer.status, &answer.response_info, &answer.response);
             let max = shared.client.server_info().max_payload;
             if max > 0 && payload.len() > max {
-                let why = format!("queue: the answer of request {id} ({} bytes) is over NATS max_payload", payload.len());
+                let why =
+                    format!("queue: the answer of request {id} ({} bytes) is over NATS max_payload", payload.len());
                 payload = record::encode_answer(id, Status::TooLarge, b"", why.as_bytes());
             }
             let (client, subject) = (shared.client.clone(), format!("{}.{}", shared.names.answers, m.origin));
@@ -705,7 +709,10 @@ fn answered<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, m: &Message, id: u6
         tokio::task::spawn_local(async move {
             let r = call.await;
             if r.status != Status::Ok {
-                tracing::warn!("queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}", r.status);
+                tracing::warn!(
+                    "queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}",
+                    r.status
+                );
             }
         });
     }

@@ -5,4 +5,5 @@
 mod common;
 mod delivery;
 mod disk;
+mod jetstream;
 mod kill;
