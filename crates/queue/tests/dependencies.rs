@@ -1,7 +1,9 @@
 //! The manifests are the architecture: the queue reaches the core through
 //! the service API crate only, and none of the three crates under it
 //! (service, queue, wal) can name the core's router, HTTP, NATS or
-//! WebSocket libraries. Checked on the resolved dependency graph
+//! WebSocket libraries. The queue's JetStream backend
+//! (cumulo-queue-jetstream) is the one queue crate that uses NATS; it too
+//! cannot reach the core, its HTTP or WebSocket libraries. Checked on the resolved dependency graph
 //! (`cargo metadata`), so a dependency added to a manifest, directly or
 //! through another crate, fails here.
 
@@ -72,8 +74,13 @@ fn the_queue_and_what_it_stands_on_cannot_reach_the_core() {
     let service: Vec<String> = closure(&g, "cumulo-service").into_iter().filter(|d| d.starts_with("cumulo")).collect();
     assert_eq!(service, ["cumulo-proto"]);
     assert!(!closure(&g, "cumulo-wal").iter().any(|d| d.starts_with("cumulo")), "the log knows no cumulo crate");
-    // And the core does use the queue through the service API.
+    // The JetStream backend: NATS, and the queue's shared checks, nothing else of cumulo.
+    let js = closure(&g, "cumulo-queue-jetstream");
+    let bad: Vec<&&str> = FORBIDDEN.iter().filter(|f| **f != "async-nats" && js.contains(**f)).collect();
+    assert!(bad.is_empty(), "cumulo-queue-jetstream depends on {bad:?}, which the design forbids");
+    assert!(js.contains("async-nats") && js.contains("cumulo-queue") && js.contains("cumulo-service"), "{js:?}");
+    // And the core does use the queue (both backends) through the service API.
     let core = closure(&g, "cumulo");
-    assert!(core.contains("cumulo-queue") && core.contains("cumulo-service"));
+    assert!(core.contains("cumulo-queue") && core.contains("cumulo-queue-jetstream") && core.contains("cumulo-service"));
     assert!(core.contains("hyper"), "the graph sees the core's own dependencies");
 }
