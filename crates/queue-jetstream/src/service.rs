@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 
 /// The durable consumer every node of the queue pulls from.
 pub(crate) const CONSUMER: &str = "cumulo-deliver";
@@ -200,9 +201,12 @@ pub(crate) async fn run<A: ServiceApi + 'static>(settings: Settings, connect: Co
             Mode::Accepted => "accepted",
         }
     );
+    // In join sets: when the service stops, its intakes and attempts stop
+    // with it (an attempt cut short is delivered again after ack_wait).
+    let (intakes, attempts) = (RefCell::new(JoinSet::new()), RefCell::new(JoinSet::new()));
     tokio::join!(
-        accept(&shared),
-        deliver(&shared, consumer),
+        accept(&shared, &intakes),
+        deliver(&shared, consumer, &attempts),
         listen(&shared, answers),
         crate::report::refresh(&shared)
     );
@@ -272,9 +276,11 @@ async fn setup(
 }
 
 /// Takes each request as it comes, each in a task of its own.
-async fn accept<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>) {
+async fn accept<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, tasks: &RefCell<JoinSet<()>>) {
     while let Some(req) = shared.api.next_request().await {
-        tokio::task::spawn_local(take(shared.clone(), req));
+        let mut tasks = tasks.borrow_mut();
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn_local(take(shared.clone(), req));
     }
 }
 
@@ -454,7 +460,11 @@ impl<A: ServiceApi> Drop for Slot<A> {
 
 /// Pulls as many messages as there is room for (`max_in_flight` on this
 /// node) and starts an attempt for each.
-async fn deliver<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, consumer: consumer::PullConsumer) {
+async fn deliver<A: ServiceApi + 'static>(
+    shared: &Rc<Shared<A>>,
+    consumer: consumer::PullConsumer,
+    tasks: &RefCell<JoinSet<()>>,
+) {
     let prefix = shared.api.prefix().to_string();
     let mut failures = 0u32;
     loop {
@@ -480,7 +490,9 @@ async fn deliver<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, consumer: cons
                 Ok(m) => {
                     failures = 0;
                     shared.in_flight.set(shared.in_flight.get() + 1);
-                    tokio::task::spawn_local(attempt(Slot(shared.clone()), m));
+                    let mut tasks = tasks.borrow_mut();
+                    while tasks.try_join_next().is_some() {}
+                    tasks.spawn_local(attempt(Slot(shared.clone()), m));
                 }
                 Err(e) => {
                     tracing::debug!("queue {prefix}: pull ended: {e}");

@@ -81,6 +81,8 @@ fn the_queue_and_what_it_stands_on_cannot_reach_the_core() {
     assert!(js.contains("async-nats") && js.contains("cumulo-queue") && js.contains("cumulo-service"), "{js:?}");
     // And the core does use the queue (both backends) through the service API.
     let core = closure(&g, "cumulo");
-    assert!(core.contains("cumulo-queue") && core.contains("cumulo-queue-jetstream") && core.contains("cumulo-service"));
+    assert!(
+        core.contains("cumulo-queue") && core.contains("cumulo-queue-jetstream") && core.contains("cumulo-service")
+    );
     assert!(core.contains("hyper"), "the graph sees the core's own dependencies");
 }
