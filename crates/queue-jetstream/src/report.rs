@@ -46,6 +46,8 @@ pub struct Snapshot {
     pub error: Option<String>,
     pub messages: u64,
     pub bytes: u64,
+    /// When the oldest request in the stream arrived (Unix ms).
+    pub oldest_ms: Option<u64>,
     /// The consumer: waiting for delivery, delivered and not yet acked
     /// (on every node, with those waiting out a retry delay), redelivered.
     pub pending: u64,
@@ -108,6 +110,7 @@ async fn ask<A: ServiceApi>(shared: &Shared<A>, known: Snapshot) -> Result<Snaps
         error: None,
         messages: state.messages,
         bytes: state.bytes,
+        oldest_ms: (state.messages > 0).then(|| (state.first_timestamp.unix_timestamp_nanos() / 1_000_000) as u64),
         pending: c.num_pending,
         ack_pending: c.num_ack_pending as u64,
         redelivered: c.num_redelivered as u64,
@@ -188,6 +191,9 @@ impl<A: ServiceApi + 'static> Report for JetStreamReport<A> {
             "leader": snap.leader,
             "peers": snap.peers.iter().map(|(name, current)| json!({ "name": name, "current": current })).collect::<Vec<_>>(),
             "mode": match s.mode { Mode::Destination => "destination", Mode::Accepted => "accepted" },
+            // What the dashboard and `cumulo queues` show in their sync column.
+            "sync": format!("jetstream, {} replica(s)", shared.replicas),
+            "oldest_age_ms": snap.oldest_ms.map(|t| now_ms().saturating_sub(t)),
             "depth": snap.pending,
             "in_flight": snap.ack_pending,
             "in_flight_here": shared.in_flight.get(),

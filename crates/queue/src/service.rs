@@ -36,7 +36,7 @@ impl Queue {
     pub fn from_settings(t: &toml::Table) -> Result<Queue, String> {
         let settings = Settings::parse(t)?;
         if settings.backend != crate::settings::Backend::File {
-            return Err("queue: backend = \"jetstream\" is not available in this build".into());
+            return Err("queue: backend = \"jetstream\" is served by cumulo-queue-jetstream, not this crate".into());
         }
         let dir = &settings.dir;
         std::fs::create_dir_all(dir)

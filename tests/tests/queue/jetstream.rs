@@ -379,3 +379,45 @@ fn a_request_over_the_nats_max_payload_is_refused_at_once() {
     let r = api.send_sync("/q/dest/small", b"", b"ok", opts(5000)).unwrap();
     assert_eq!(r.body, b"ok");
 }
+
+#[test]
+fn dead_letters_are_listed_replayed_and_purged_on_jetstream() {
+    let nats = NatsServer::start_jetstream(None);
+    let s = [("mode", q("accepted")), ("retry", "0".into()), ("timeout_ms", "100".into())];
+    // Nothing serves /late/ yet: each request is dead after one attempt.
+    let cfg = node("js8", &[nats.url()], "a", 1).service(js_queue("/q/", &s));
+    let port = admin_port(&cfg);
+    let core = Core::start(cfg);
+    let view = wait_queue(&core, port, "/q/");
+    assert!(view["sync"].as_str().is_some_and(|s| s.starts_with("jetstream")), "{view}");
+    let mut api = core.client();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let r = api.send_sync("/q/late/x", b"", format!("r{i}").as_bytes(), opts(5000)).unwrap();
+        ids.push(field(&r, "queue-id"));
+    }
+    wait_until("three dead letters", ms(10_000), || queue_view(&core, port, "/q/")["dead_letters"] == 3);
+    wait_until("three listed", ms(5000), || {
+        let listed = core.admin_cmd(port, &["queues", "dead", "--queue", "/q/"]);
+        listed.contains("3 dead letters in /q/") && listed.contains("/late/x") && listed.contains("1:NO_SERVICE")
+    });
+    // Now /late/ exists: a replay delivers them, with their first ids.
+    let (mut late, got) = subscriber(&core, "/late/");
+    let said = core.admin_cmd(port, &["queues", "replay"]);
+    assert!(said.contains("3 dead letters"), "{said}");
+    poll_until(&mut late, &got, 3, ms(10_000));
+    let mut again: Vec<String> = got.borrow().iter().map(|(_, ri, _)| ri["queue-id"].clone()).collect();
+    again.sort();
+    ids.sort();
+    assert_eq!(again, ids, "a replayed request keeps its id");
+    wait_until("no dead letters", ms(5000), || queue_view(&core, port, "/q/")["dead_letters"] == 0);
+    drop(late);
+    api.send_sync("/q/late/x", b"", b"again", opts(5000)).unwrap();
+    wait_until("one dead letter", ms(10_000), || queue_view(&core, port, "/q/")["dead_letters"] == 1);
+    let said = core.admin_cmd(port, &["queues", "purge", "--queue", "/q/"]);
+    assert!(said.contains("purged 1 dead letters"), "{said}");
+    wait_until("purged", ms(5000), || {
+        let v = queue_view(&core, port, "/q/");
+        v["dead_letters"] == 0 && v["messages"] == 0 && v["purged"] == 1
+    });
+}
