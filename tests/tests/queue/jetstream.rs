@@ -421,3 +421,24 @@ fn dead_letters_are_listed_replayed_and_purged_on_jetstream() {
         v["dead_letters"] == 0 && v["messages"] == 0 && v["purged"] == 1
     });
 }
+
+#[test]
+fn a_full_stream_answers_queue_full_naming_the_limit() {
+    let nats = NatsServer::start_jetstream(None);
+    // The destination never answers within the minute: what is taken stays.
+    let s = [("mode", q("accepted")), ("max_messages", "3".into()), ("timeout_ms", "60000".into())];
+    let cfg = node("js9", &[nats.url()], "a", 1).service(ts!("/hang/").mode("hang")).service(js_queue("/q/", &s));
+    let port = admin_port(&cfg);
+    let core = Core::start(cfg);
+    wait_queue(&core, port, "/q/");
+    let mut api = core.client();
+    for i in 0..3 {
+        api.send_sync("/q/hang/x", b"", format!("r{i}").as_bytes(), opts(5000)).unwrap();
+    }
+    let t = Instant::now();
+    let e = api.send_sync("/q/hang/x", b"", b"one too many", opts(5000));
+    assert_eq!(status(&e), Status::QueueFull, "{e:?}");
+    assert!(format!("{:?}", e.err().unwrap()).contains("max_messages (3)"));
+    assert!(t.elapsed() < ms(2000), "refused after {:?}", t.elapsed());
+    wait_until("counted", ms(5000), || queue_view(&core, port, "/q/")["refused_full"] == 1);
+}
