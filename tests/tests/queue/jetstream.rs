@@ -442,3 +442,27 @@ fn a_full_stream_answers_queue_full_naming_the_limit() {
     assert!(t.elapsed() < ms(2000), "refused after {:?}", t.elapsed());
     wait_until("counted", ms(5000), || queue_view(&core, port, "/q/")["refused_full"] == 1);
 }
+
+#[test]
+fn with_nats_down_a_sender_gets_an_error_within_its_timeout() {
+    let mut nats = NatsServer::start_jetstream(None);
+    let cfg =
+        node("js10", &[nats.url()], "a", 1).service(ts!("/dest/")).service(js_queue("/q/", &[("mode", q("accepted"))]));
+    let port = admin_port(&cfg);
+    let core = Core::start(cfg);
+    wait_queue(&core, port, "/q/");
+    let mut api = core.client();
+    api.send_sync("/q/dest/x", b"", b"before", opts(5000)).unwrap();
+    nats.kill();
+    let t = Instant::now();
+    let e = api.send_sync("/q/dest/x", b"", b"while down", opts(2000));
+    let took = t.elapsed();
+    assert_eq!(status(&e), Status::ServiceError, "{e:?}");
+    assert!(format!("{:?}", e.err().unwrap()).contains("may or may not be stored"));
+    assert!(took < ms(2000), "answered after {took:?}, past the request's timeout");
+    // Back up (same port, same store): the queue takes requests again.
+    nats.restart();
+    wait_until("the queue takes requests again", ms(20_000), || {
+        api.send_sync("/q/dest/x", b"", b"after", opts(2000)).is_ok()
+    });
+}
