@@ -467,7 +467,7 @@ impl Config {
             // A queue on JetStream keeps its requests on the cloud's NATS.
             if self.cluster.is_none()
                 && s.internal.as_deref() == Some("queue")
-                && crate::internal::is_jetstream_queue(&s.settings)
+                && crate::internal::settings::is_jetstream_queue(&s.settings)
             {
                 return Err((
                     "cluster.servers".into(),

@@ -76,11 +76,6 @@ pub fn set_cluster(c: &crate::cluster::config::ClusterConfig, node: &str) {
     });
 }
 
-/// Whether a queue's settings choose the JetStream backend.
-pub fn is_jetstream_queue(settings: &toml::Table) -> bool {
-    settings.get("backend").and_then(|v| v.as_str()) == Some("jetstream")
-}
-
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
@@ -88,7 +83,7 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
         "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
-        "queue" if is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(
+        "queue" if settings::is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(
             cumulo_queue_jetstream::JetStreamQueue::from_settings(settings, CLUSTER.get().cloned())?,
         ))),
         "queue" => Ok(Box::new(Queue(cumulo_queue::Queue::from_settings(settings)?))),

@@ -25,6 +25,11 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
     }
 }
 
+/// Whether a queue's settings choose the JetStream backend.
+pub fn is_jetstream_queue(settings: &toml::Table) -> bool {
+    settings.get("backend").and_then(|v| v.as_str()) == Some("jetstream")
+}
+
 /// `echo`'s one setting: the pattern it subscribes (default `"*"`).
 pub fn echo_pattern(settings: &toml::Table) -> Result<String, String> {
     let pattern = match settings.get("pattern") {
