@@ -16,7 +16,7 @@ use async_nats::jetstream::{self, consumer, stream};
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use cumulo_queue::shared::{
-    attempt_timeout, dead_letter_info, delivery_info, history, now_ms, prepare, reply_info, verdict, Failure, Verdict,
+    attempt_timeout, dead_letter_info, delivery_info, history, now_ms, prepare, send_reply, verdict, Failure, Verdict,
 };
 use cumulo_queue::{Backend, Mode, Settings};
 use cumulo_service::{info, Request, Response, SendOptions, ServiceApi, ServiceError, Status};
@@ -713,20 +713,7 @@ fn answered<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, m: &Message, id: u6
         }
     }
     if !m.reply_to.is_empty() {
-        let ri = reply_info(id, answer.status, &m.destination);
-        let timeout = if m.timeout_ms > 0 { m.timeout_ms } else { DEFAULT_TIMEOUT_MS };
-        let o = SendOptions { timeout_ms: timeout, priority: m.priority, wait_for_service: false };
-        let call = shared.api.call(&m.reply_to, &ri, &answer.response, o);
-        let (prefix, to) = (shared.api.prefix().to_string(), m.reply_to.clone());
-        tokio::task::spawn_local(async move {
-            let r = call.await;
-            if r.status != Status::Ok {
-                tracing::warn!(
-                    "queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}",
-                    r.status
-                );
-            }
-        });
+        send_reply(&shared.api, id, &m.destination, &m.reply_to, &answer, m.timeout_ms, m.priority);
     }
 }
 

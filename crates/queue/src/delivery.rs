@@ -132,6 +132,31 @@ pub fn delivery_info(request_info: &[u8], id: u64, attempt: u32) -> Vec<u8> {
     ri
 }
 
+/// Sends the destination's answer of request `id` to its `reply_to`, once
+/// (not stored: a `reply_to` that must not miss one is itself a queue);
+/// one that is not taken is logged.
+pub fn send_reply<A: ServiceApi>(
+    api: &A,
+    id: u64,
+    destination: &str,
+    reply_to: &str,
+    answer: &Response,
+    timeout_ms: u32,
+    priority: i8,
+) {
+    let ri = reply_info(id, answer.status, destination);
+    let timeout_ms = if timeout_ms > 0 { timeout_ms } else { DEFAULT_TIMEOUT_MS };
+    let o = SendOptions { timeout_ms, priority, wait_for_service: false };
+    let call = api.call(reply_to, &ri, &answer.response, o);
+    let (prefix, to) = (api.prefix().to_string(), reply_to.to_string());
+    tokio::task::spawn_local(async move {
+        let r = call.await;
+        if r.status != Status::Ok {
+            tracing::warn!("queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}", r.status);
+        }
+    });
+}
+
 /// The request_info of the answer sent to `reply_to`.
 pub fn reply_info(id: u64, status: Status, destination: &str) -> Vec<u8> {
     let mut ri = id_info(id);
@@ -161,19 +186,7 @@ fn answered<A: ServiceApi + 'static>(shared: &Rc<Shared<A>>, s: &Stored, answer:
         }
     }
     if !s.reply_to.is_empty() {
-        let ri = reply_info(s.id, answer.status, &s.destination);
-        let o = SendOptions { timeout_ms: s.timeout_ms.max(1), priority: s.priority, wait_for_service: false };
-        let call = shared.api.call(&s.reply_to, &ri, &answer.response, o);
-        let (prefix, to, id) = (shared.api.prefix().to_string(), s.reply_to.clone(), s.id);
-        tokio::task::spawn_local(async move {
-            let r = call.await;
-            if r.status != Status::Ok {
-                tracing::warn!(
-                    "queue {prefix}: the answer of request {id} was not taken by reply_to {to}: {}",
-                    r.status
-                );
-            }
-        });
+        send_reply(&shared.api, s.id, &s.destination, &s.reply_to, &answer, s.timeout_ms, s.priority);
     }
 }
 

@@ -38,7 +38,7 @@ pub use settings::{check_settings, Backend, Backoff, Mode, Settings, Sync};
 /// is this crate; another backend (JetStream) builds on these.
 pub mod shared {
     pub use crate::delivery::{
-        attempt_timeout, dead_letter_info, delivery_info, history, reply_info, verdict, Verdict,
+        attempt_timeout, dead_letter_info, delivery_info, history, reply_info, send_reply, verdict, Verdict,
     };
     pub use crate::intake::{prepare, Prepared};
     pub use crate::record::Failure;

@@ -1,9 +1,13 @@
 //! What the queue tests share: a queue service's table, a recording
 //! destination, and reading what it recorded.
 
+use cumulo::{Answer, Request};
 use cumulo_e2e::*;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// An `internal = "queue"` service at `prefix` with these settings (TOML
 /// key = value pairs, `dir` first).
@@ -47,5 +51,30 @@ pub fn wait_until(what: &str, limit: std::time::Duration, mut cond: impl FnMut()
     while !cond() {
         assert!(std::time::Instant::now() < deadline, "timed out after {limit:?} waiting for {what}");
         std::thread::sleep(ms(50));
+    }
+}
+
+/// What an unmanaged subscriber received: name, request_info, body.
+pub type Got = Rc<RefCell<Vec<(String, HashMap<String, String>, Vec<u8>)>>>;
+
+/// An unmanaged client subscribed to `*` under `prefix`, answering OK.
+pub fn subscriber(core: &Core, prefix: &str) -> (Api, Got) {
+    let mut api = core.client_with_prefix(prefix);
+    let got: Got = Rc::default();
+    let g = got.clone();
+    api.subscribe("*", move |_, req: &Request<'_>| {
+        g.borrow_mut().push((req.name.to_string(), info(req.request_info), req.request.to_vec()));
+        Ok(Answer::body(b"taken".to_vec()))
+    })
+    .unwrap();
+    (api, got)
+}
+
+/// Polls `api` until `got` holds `n` requests.
+pub fn poll_until(api: &mut Api, got: &Got, n: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while got.borrow().len() < n {
+        assert!(Instant::now() < deadline, "got {} of {n} requests within {limit:?}", got.borrow().len());
+        api.poll(Some(ms(50))).unwrap();
     }
 }

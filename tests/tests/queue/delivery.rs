@@ -3,37 +3,9 @@
 
 use crate::common::*;
 use crate::recorder;
-use cumulo::{Answer, Request};
 use cumulo_e2e::*;
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-/// What an unmanaged subscriber received: name, request_info, body.
-type Got = Rc<RefCell<Vec<(String, HashMap<String, String>, Vec<u8>)>>>;
-
-/// An unmanaged client subscribed to `*` under `prefix`, answering OK.
-fn subscriber(core: &Core, prefix: &str) -> (Api, Got) {
-    let mut api = core.client_with_prefix(prefix);
-    let got: Got = Rc::default();
-    let g = got.clone();
-    api.subscribe("*", move |_, req: &Request<'_>| {
-        g.borrow_mut().push((req.name.to_string(), info(req.request_info), req.request.to_vec()));
-        Ok(Answer::body(b"taken".to_vec()))
-    })
-    .unwrap();
-    (api, got)
-}
-
-/// Polls `api` until `got` holds `n` requests.
-fn poll_until(api: &mut Api, got: &Got, n: usize, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while got.borrow().len() < n {
-        assert!(Instant::now() < deadline, "got {} of {n} requests within {limit:?}", got.borrow().len());
-        api.poll(Some(ms(50))).unwrap();
-    }
-}
 
 #[test]
 fn destination_mode_answers_with_the_destinations_answer() {

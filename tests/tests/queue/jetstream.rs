@@ -6,11 +6,8 @@
 
 use crate::common::*;
 use crate::recorder;
-use cumulo::{Answer, Request};
 use cumulo_e2e::*;
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// A cumulo node of cloud `cloud` on these NATS servers, with an admin port.
@@ -53,29 +50,6 @@ fn wait_queue(core: &Core, port: u16, prefix: &str) -> serde_json::Value {
         }
         assert!(Instant::now() < deadline, "queue {prefix} not up within 30 s; log:\n{}", core.log());
         std::thread::sleep(ms(100));
-    }
-}
-
-/// What an unmanaged subscriber received: name, request_info, body.
-type Got = Rc<RefCell<Vec<(String, HashMap<String, String>, Vec<u8>)>>>;
-
-fn subscriber(core: &Core, prefix: &str) -> (Api, Got) {
-    let mut api = core.client_with_prefix(prefix);
-    let got: Got = Rc::default();
-    let g = got.clone();
-    api.subscribe("*", move |_, req: &Request<'_>| {
-        g.borrow_mut().push((req.name.to_string(), info(req.request_info), req.request.to_vec()));
-        Ok(Answer::body(b"taken".to_vec()))
-    })
-    .unwrap();
-    (api, got)
-}
-
-fn poll_until(api: &mut Api, got: &Got, n: usize, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while got.borrow().len() < n {
-        assert!(Instant::now() < deadline, "got {} of {n} requests within {limit:?}", got.borrow().len());
-        api.poll(Some(ms(50))).unwrap();
     }
 }
 
