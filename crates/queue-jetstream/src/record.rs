@@ -10,6 +10,7 @@
 //! `destination` mode, empty otherwise), request_info, then the body to
 //! the end.
 
+use cumulo_queue::shared::{Reader, Writer};
 use cumulo_service::Status;
 
 const MAGIC: &[u8; 4] = b"CQJ1";
@@ -33,19 +34,18 @@ pub struct Message {
 
 impl Message {
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Vec::with_capacity(64 + self.request_info.len() + self.body.len() + self.destination.len());
-        w.extend_from_slice(MAGIC);
-        w.extend_from_slice(&self.id.to_le_bytes());
-        w.extend_from_slice(&self.arrived_ms.to_le_bytes());
-        w.extend_from_slice(&self.expires_ms.to_le_bytes());
-        w.extend_from_slice(&self.timeout_ms.to_le_bytes());
-        w.push(self.priority as u8);
+        let mut w = Writer(Vec::with_capacity(64 + self.request_info.len() + self.body.len() + self.destination.len()));
+        w.raw(MAGIC);
+        w.u64(self.id);
+        w.u64(self.arrived_ms);
+        w.u64(self.expires_ms);
+        w.u32(self.timeout_ms);
+        w.u8(self.priority as u8);
         for b in [self.destination.as_bytes(), self.reply_to.as_bytes(), self.origin.as_bytes(), &self.request_info] {
-            w.extend_from_slice(&(b.len() as u32).to_le_bytes());
-            w.extend_from_slice(b);
+            w.bytes(b);
         }
-        w.extend_from_slice(&self.body);
-        w
+        w.raw(&self.body);
+        w.0
     }
 
     /// `None` for a payload the queue did not write.
@@ -54,50 +54,18 @@ impl Message {
         if r.take(4)? != MAGIC {
             return None;
         }
-        let id = r.u64()?;
-        let arrived_ms = r.u64()?;
-        let expires_ms = r.u64()?;
-        let timeout_ms = u32::from_le_bytes(r.take(4)?.try_into().ok()?);
-        let priority = r.take(1)?[0] as i8;
-        let destination = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-        let reply_to = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-        let origin = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-        let request_info = r.bytes()?.to_vec();
-        let body = r.0.to_vec();
         Some(Message {
-            id,
-            arrived_ms,
-            expires_ms,
-            timeout_ms,
-            priority,
-            destination,
-            reply_to,
-            origin,
-            request_info,
-            body,
+            id: r.u64()?,
+            arrived_ms: r.u64()?,
+            expires_ms: r.u64()?,
+            timeout_ms: r.u32()?,
+            priority: r.u8()? as i8,
+            destination: r.string()?,
+            reply_to: r.string()?,
+            origin: r.string()?,
+            request_info: r.bytes()?.to_vec(),
+            body: r.rest().to_vec(),
         })
-    }
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
-        self.take(n)
     }
 }
 
@@ -105,21 +73,20 @@ impl<'a> Reader<'a> {
 /// whose sender waits for it (`destination` mode): id (u64), status (u16),
 /// response_info (u32 length), response to the end.
 pub fn encode_answer(id: u64, status: Status, info: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut w = Vec::with_capacity(14 + info.len() + body.len());
-    w.extend_from_slice(&id.to_le_bytes());
-    w.extend_from_slice(&status.code().to_le_bytes());
-    w.extend_from_slice(&(info.len() as u32).to_le_bytes());
-    w.extend_from_slice(info);
-    w.extend_from_slice(body);
-    w
+    let mut w = Writer(Vec::with_capacity(14 + info.len() + body.len()));
+    w.u64(id);
+    w.u16(status.code());
+    w.bytes(info);
+    w.raw(body);
+    w.0
 }
 
 pub fn decode_answer(b: &[u8]) -> Option<(u64, Status, Vec<u8>, Vec<u8>)> {
     let mut r = Reader(b);
     let id = r.u64()?;
-    let status = Status::from_code(u16::from_le_bytes(r.take(2)?.try_into().ok()?));
+    let status = Status::from_code(r.u16()?);
     let info = r.bytes()?.to_vec();
-    Some((id, status, info, r.0.to_vec()))
+    Some((id, status, info, r.rest().to_vec()))
 }
 
 /// The `Nats-Msg-Id` of an idempotency key: the key itself when it is

@@ -41,7 +41,7 @@ pub mod shared {
         attempt_timeout, dead_letter_info, delivery_info, history, reply_info, send_reply, verdict, Verdict,
     };
     pub use crate::intake::{prepare, Prepared};
-    pub use crate::record::Failure;
+    pub use crate::record::{Failure, Reader, Writer};
     pub use crate::service::status_name;
     pub use crate::store::now_ms;
 }

@@ -123,9 +123,9 @@ impl Record {
                 for _ in 0..n {
                     history.push(r.failure()?);
                 }
-                let destination = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-                let reply_to = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-                let idempotency_key = String::from_utf8(r.bytes()?.to_vec()).ok()?;
+                let destination = r.string()?;
+                let reply_to = r.string()?;
+                let idempotency_key = r.string()?;
                 let request_info = r.bytes()?.to_vec();
                 let request = r.bytes()?.to_vec();
                 Record::Put(Stored {
@@ -178,33 +178,44 @@ pub fn encode_put(s: &Stored) -> Vec<u8> {
     w.0
 }
 
-struct Writer(Vec<u8>);
+/// The queue's binary layout, one field at a time: integers little-endian,
+/// byte strings with a u32 length. Both backends write their records with
+/// it.
+pub struct Writer(pub Vec<u8>);
 
 impl Writer {
-    fn u8(&mut self, v: u8) {
+    pub fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    fn u32(&mut self, v: u32) {
+    pub fn u16(&mut self, v: u16) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn u64(&mut self, v: u64) {
+    pub fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn bytes(&mut self, b: &[u8]) {
+    pub fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn bytes(&mut self, b: &[u8]) {
         self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+    /// Bytes without a length: the last field of a record.
+    pub fn raw(&mut self, b: &[u8]) {
         self.0.extend_from_slice(b);
     }
     fn failure(&mut self, f: &Failure) {
         self.u32(f.attempt);
         self.u64(f.at_ms);
-        self.0.extend_from_slice(&f.status.to_le_bytes());
+        self.u16(f.status);
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+/// Reads what [`Writer`] wrote; `None` past the end.
+pub struct Reader<'a>(pub &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.0.len() < n {
             return None;
         }
@@ -212,21 +223,29 @@ impl<'a> Reader<'a> {
         self.0 = b;
         Some(a)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Option<u16> {
+    pub fn u16(&mut self) -> Option<u16> {
         Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn bytes(&mut self) -> Option<&'a [u8]> {
+    pub fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
         self.take(n)
+    }
+    /// A UTF-8 string written with [`Writer::bytes`].
+    pub fn string(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?.to_vec()).ok()
+    }
+    /// Everything left: the last field of a record.
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.0)
     }
     fn failure(&mut self) -> Option<Failure> {
         Some(Failure { attempt: self.u32()?, at_ms: self.u64()?, status: self.u16()? })
