@@ -188,7 +188,7 @@ fn check<A: ServiceApi>(shared: &Shared<A>, req: &A::Request) -> Result<Checked,
         destination: p.destination,
         reply_to: p.reply_to,
         idempotency_key: p.idempotency_key,
-        request_info: req.request_info().to_vec(),
-        request: req.body().to_vec(),
+        request_info: req.request_info().into(),
+        request: req.body().into(),
     }))
 }

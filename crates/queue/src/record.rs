@@ -13,6 +13,8 @@
 //! - `Revive`: a dead letter replayed: pending again, attempts from 0.
 //! - `Done`: answered, dropped or purged: forgotten.
 
+use std::rc::Rc;
+
 /// One attempt that failed: when, and with which status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failure {
@@ -38,8 +40,9 @@ pub struct Stored {
     pub destination: String,
     pub reply_to: String,
     pub idempotency_key: String,
-    pub request_info: Vec<u8>,
-    pub request: Vec<u8>,
+    /// Shared, not copied, by each attempt (`Store::start_next`).
+    pub request_info: Rc<[u8]>,
+    pub request: Rc<[u8]>,
 }
 
 impl Stored {
@@ -126,8 +129,8 @@ impl Record {
                 let destination = r.string()?;
                 let reply_to = r.string()?;
                 let idempotency_key = r.string()?;
-                let request_info = r.bytes()?.to_vec();
-                let request = r.bytes()?.to_vec();
+                let request_info = Rc::from(r.bytes()?);
+                let request = Rc::from(r.bytes()?);
                 Record::Put(Stored {
                     id,
                     arrived_ms,

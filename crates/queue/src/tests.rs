@@ -59,8 +59,8 @@ fn records_round_trip_and_garbage_is_refused() {
         destination: "/a/b".into(),
         reply_to: "/r/".into(),
         idempotency_key: "k".into(),
-        request_info: b"x\0y\0".to_vec(),
-        request: vec![1, 2, 3],
+        request_info: b"x\0y\0"[..].into(),
+        request: [1u8, 2, 3][..].into(),
     };
     for r in [
         Record::Put(s),
