@@ -58,9 +58,10 @@ pub struct Counters {
     pub dropped_on_recovery_bytes: u64,
 }
 
-#[derive(Default, Clone, Copy)]
+#[derive(Default)]
 struct Live {
-    count: u32,
+    /// The requests whose latest `Put` is in the segment.
+    ids: BTreeSet<u64>,
     bytes: u64,
 }
 
@@ -165,11 +166,11 @@ impl Store {
                 let id = s.id;
                 let dead = s.dead;
                 if let Some(old) = self.entries.remove(&id) {
-                    self.unpin(old.segment, old.stored.size());
+                    self.unpin(old.segment, id, old.stored.size());
                     self.bytes -= old.stored.size() as u64;
                     self.dead.remove(&id);
                 }
-                self.pin(pos.segment(), s.size());
+                self.pin(pos.segment(), s.id, s.size());
                 self.bytes += s.size() as u64;
                 if dead {
                     self.dead.insert(id);
@@ -204,7 +205,7 @@ impl Store {
             }
             Record::Done { id } => {
                 if let Some(e) = self.entries.remove(&id) {
-                    self.unpin(e.segment, e.stored.size());
+                    self.unpin(e.segment, id, e.stored.size());
                     self.bytes -= e.stored.size() as u64;
                     self.dead.remove(&id);
                 }
@@ -212,17 +213,17 @@ impl Store {
         }
     }
 
-    fn pin(&mut self, segment: u64, size: usize) {
+    fn pin(&mut self, segment: u64, id: u64, size: usize) {
         let l = self.live.entry(segment).or_default();
-        l.count += 1;
+        l.ids.insert(id);
         l.bytes += size as u64;
     }
 
-    fn unpin(&mut self, segment: u64, size: usize) {
+    fn unpin(&mut self, segment: u64, id: u64, size: usize) {
         if let Some(l) = self.live.get_mut(&segment) {
-            l.count -= 1;
+            l.ids.remove(&id);
             l.bytes = l.bytes.saturating_sub(size as u64);
-            if l.count == 0 {
+            if l.ids.is_empty() {
                 self.live.remove(&segment);
             }
         }
@@ -276,7 +277,7 @@ impl Store {
             self.keys.insert(s.idempotency_key.clone(), (id, s.arrived_ms));
             self.key_order.push_back((s.arrived_ms, s.idempotency_key.clone()));
         }
-        self.pin(pos.segment(), s.size());
+        self.pin(pos.segment(), s.id, s.size());
         self.bytes += s.size() as u64;
         self.ready.insert((s.priority, id));
         self.entries.insert(id, Entry { stored: s, state: State::Ready, segment: pos.segment() });
@@ -326,7 +327,7 @@ impl Store {
                 self.in_flight -= 1;
             }
             self.dead.remove(&id);
-            self.unpin(e.segment, e.stored.size());
+            self.unpin(e.segment, id, e.stored.size());
             self.bytes -= e.stored.size() as u64;
             drop(self.log.append(Record::Done { id }.encode()));
         }
@@ -429,7 +430,9 @@ impl Store {
         if seg + 1 >= active || live.bytes > segment_bytes / 4 {
             return None;
         }
-        let moved: Vec<Stored> = self.entries.values().filter(|e| e.segment == seg).map(|e| e.stored.clone()).collect();
+        // Only that segment's requests: no scan of everything held.
+        let moved: Vec<Stored> =
+            live.ids.iter().filter_map(|id| self.entries.get(id)).map(|e| e.stored.clone()).collect();
         self.relocating = true;
         Some((seg, moved))
     }
@@ -442,8 +445,8 @@ impl Store {
                 if e.segment == from {
                     let size = e.stored.size();
                     e.segment = pos.segment();
-                    self.unpin(from, size);
-                    self.pin(pos.segment(), size);
+                    self.unpin(from, s.id, size);
+                    self.pin(pos.segment(), s.id, size);
                 }
             }
         }
