@@ -96,3 +96,68 @@ fn delays_grow_within_their_cap_and_jitter() {
     s.jitter = 0.0;
     assert_eq!(backoff::delay(&s, 9), Duration::from_millis(100));
 }
+
+/// A request of `n` bytes with this id, as the intake makes it.
+fn request(id: u64, n: usize) -> Stored {
+    Stored {
+        id,
+        arrived_ms: crate::store::now_ms(),
+        expires_ms: 0,
+        timeout_ms: 1000,
+        priority: 0,
+        dead: false,
+        attempts: 0,
+        history: vec![],
+        destination: "/d/x".into(),
+        reply_to: String::new(),
+        idempotency_key: String::new(),
+        request_info: b""[..].into(),
+        request: vec![id as u8; n].into(),
+    }
+}
+
+/// Compaction on a real log: segments whose requests all ended go; the one
+/// request left in the oldest segment is written again at the head, after
+/// which that segment goes too, and a reopened store still holds it.
+#[test]
+fn compaction_deletes_drained_segments_and_moves_a_request_that_pins_one() {
+    use crate::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("dir = {:?}\nsegment_bytes = 65536\nmax_bytes = 16777216", dir.path().to_str().unwrap());
+    let settings = Settings::parse(&table(&text)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut store = Store::open(&settings).unwrap();
+        let first = store.take_id();
+        for i in 0..120 {
+            let id = if i == 0 { first } else { store.take_id() };
+            let s = request(id, 2048);
+            let pos = store.append_put(&s).await.unwrap();
+            store.insert(s, pos, &settings);
+        }
+        assert!(store.log().active_segment() >= 4, "120 x 2 KiB fill several 64 KiB segments");
+        // Every request but the first ends.
+        for id in first + 1..first + 120 {
+            store.finish(id);
+        }
+        assert_eq!(store.removable_through(), Some(0), "the first request pins segment 1, and so all");
+        let (from, moved) = store.take_relocation(settings.segment_bytes).expect("segment 1 to rewrite");
+        assert_eq!((from, moved.len(), moved[0].id), (1, 1, first));
+        let records = moved.iter().map(crate::record::encode_put).collect();
+        let positions = store.log().append_many(records).await.unwrap();
+        store.relocated(from, &moved, &positions);
+        let through = store.removable_through().expect("drained segments");
+        assert!(through + 1 >= positions[0].segment(), "everything before the rewritten request can go");
+        let before = store.log().stats().segments();
+        store.log().remove_through_async(through).await.unwrap();
+        assert!(store.log().stats().segments() < before);
+    });
+    drop(rt);
+    // Reopened: the one request left, whole.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let store = Store::open(&settings).unwrap();
+        assert_eq!(store.len(), 1);
+        assert_eq!(store.depth(), 1);
+    });
+}
