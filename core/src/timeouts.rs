@@ -3,7 +3,7 @@
 //! Written here rather than taken from tokio-util's `DelayQueue`: that is a
 //! timer wheel with a slab, and every request paid an insert and a remove in
 //! it (a slab slot, linked-list updates in its wheel level): about 5% of the
-//! core's samples in the routing profile (docs/BENCHMARKS.md, "Where case (c)
+//! core's samples in the routing profile (docs/benchmarks/core.md, "Where case (c)
 //! spends its time"). Here, arming a deadline is a push at the back of a
 //! FIFO and an answer costs nothing at all: entries are lazy. An entry only
 //! names a request and a time; when the time comes, the request expires if

@@ -45,7 +45,7 @@
 %% messages to the owning process, N at a time before it must be re-armed.
 %% A socket that stays active is polled by the schedulers themselves instead
 %% of the runtime's poll thread, which spares each request a thread hand-off
-%% (a window-1 service: 59 -> 45 us of CPU per request, docs/BENCHMARKS.md).
+%% (a window-1 service: 59 -> 45 us of CPU per request, docs/benchmarks/gateway-connections.md).
 %% What the core sends is bounded by
 %% the window and by the instance's own sends, not by N.
 -define(ACTIVE_N, 4096).
