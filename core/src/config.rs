@@ -134,9 +134,9 @@ impl Default for CoreConfig {
             max_parked: DEFAULT_MAX_PARKED,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             max_sender_queued_bytes: DEFAULT_MAX_SENDER_QUEUED_BYTES,
-            max_name: crate::pattern::DEFAULT_MAX_NAME,
-            max_pattern: crate::pattern::DEFAULT_MAX_PATTERN,
-            max_wildcards: crate::pattern::DEFAULT_MAX_WILDCARDS,
+            max_name: cumulo_pattern::DEFAULT_MAX_NAME,
+            max_pattern: cumulo_pattern::DEFAULT_MAX_PATTERN,
+            max_wildcards: cumulo_pattern::DEFAULT_MAX_WILDCARDS,
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
             hello_timeout: DEFAULT_HELLO_TIMEOUT_MS,
             keepalive: DEFAULT_KEEPALIVE_MS,
@@ -483,8 +483,8 @@ impl Config {
     }
 
     /// The limits on names and patterns (`[core] max_name`, ...).
-    pub fn name_limits(&self) -> crate::pattern::NameLimits {
-        crate::pattern::NameLimits {
+    pub fn name_limits(&self) -> cumulo_pattern::NameLimits {
+        cumulo_pattern::NameLimits {
             max_name: self.core.max_name as usize,
             max_pattern: self.core.max_pattern as usize,
             max_wildcards: self.core.max_wildcards as usize,
@@ -530,7 +530,7 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
     if !s.prefix.starts_with('/') || !s.prefix.ends_with('/') {
         return Err((at_field("prefix"), "must start and end with '/'".into()));
     }
-    if let Err(why) = crate::pattern::validate(&s.prefix) {
+    if let Err(why) = cumulo_pattern::validate(&s.prefix) {
         return Err((at_field("prefix"), why));
     }
     match (&s.path, &s.internal) {

@@ -35,7 +35,7 @@ pub fn small_limits() -> Limits {
         max_parked: 64,
         max_queued_bytes: 1024 * 1024,
         max_sender_queued_bytes: 512 * 1024,
-        names: crate::pattern::NameLimits { max_name: 256, max_pattern: 256, max_wildcards: 8 },
+        names: cumulo_pattern::NameLimits { max_name: 256, max_pattern: 256, max_wildcards: 8 },
         max_subscriptions: 64,
         hello_timeout: Duration::from_secs(10),
         keepalive: Duration::from_secs(5),

@@ -86,9 +86,9 @@ impl Parked {
     /// The parked requests whose name `pattern` matches, oldest first,
     /// taken out.
     fn take_matching(&mut self, pattern: &str) -> Vec<OwnedRequest> {
-        let mut seqs: Vec<u64> = if crate::pattern::has_wildcard(pattern) {
+        let mut seqs: Vec<u64> = if cumulo_pattern::has_wildcard(pattern) {
             let names: Vec<Box<str>> =
-                self.by_name.keys().filter(|n| crate::pattern::matches(pattern, n)).cloned().collect();
+                self.by_name.keys().filter(|n| cumulo_pattern::matches(pattern, n)).cloned().collect();
             names.iter().filter_map(|n| self.by_name.remove(n)).flatten().collect()
         } else {
             self.by_name.remove(pattern).map(|s| s.into_iter().collect()).unwrap_or_default()

@@ -17,7 +17,7 @@
 //! - `loadgen`: the load generator (`cumulo bench`, the request_rate service);
 //! - `fuzzing`: the socket and HTTP paths over in-memory streams, for `fuzz/`;
 //! - `daemon`: wires the parts together and runs the event loop.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod admin;
 pub mod cli;
@@ -34,10 +34,7 @@ pub mod instance;
 pub mod internal;
 pub mod listener;
 pub mod loadgen;
-pub mod log_throttle;
 pub mod metrics;
-mod os;
-pub mod pattern;
 pub mod queue;
 pub mod registry;
 pub mod routing;

@@ -6,11 +6,11 @@
 use crate::close_reason::CloseReason;
 use crate::config::ServiceOptions;
 use crate::instance::{Endpoint, Outbox};
-use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
 use crate::shards::handoff::{Adoption, Order, StdSocket};
 use crate::state::{Accepted, Shared, HUNG_AFTER_ROUNDS};
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
+use cumulo_sys::Throttle;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::rc::Rc;

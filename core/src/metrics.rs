@@ -246,8 +246,8 @@ impl ProcessUsage {
         let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
         let (ticks, pages) = parse_proc(&stat, &statm)?;
         Some(ProcessUsage {
-            cpu_seconds: ticks as f64 / crate::os::clock_ticks_per_second() as f64,
-            resident_bytes: pages * crate::os::page_size(),
+            cpu_seconds: ticks as f64 / cumulo_sys::clock_ticks_per_second() as f64,
+            resident_bytes: pages * cumulo_sys::page_size(),
         })
     }
 }

@@ -9,11 +9,9 @@
 //! is cached until the set of wildcard patterns changes, so steady traffic
 //! costs one or two hash lookups per request whatever the number of patterns.
 
-mod prefix_index;
-
-use crate::pattern;
 use ahash::{AHashMap, AHashSet};
-use prefix_index::{PrefixIndex, Shape};
+use cumulo_pattern as pattern;
+use cumulo_pattern::{PrefixIndex, Shape};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -289,7 +287,7 @@ impl Registry {
         if self.entries.capacity() > 4 * self.entries.len().max(16) {
             self.entries.shrink_to_fit();
         }
-        crate::os::trim_heap();
+        cumulo_sys::trim_heap();
         true
     }
 

@@ -7,11 +7,11 @@
 use crate::config::{ServiceOptions, MAX_WINDOW};
 use crate::held::{Held, Holds};
 use crate::instance::{Endpoint, Identity, Instance, Origin, OwnedRequest, ServiceId};
-use crate::log_throttle::Throttle;
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
 use cumulo_proto::{Status, TransId, TransIdGen};
+use cumulo_sys::Throttle;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -40,7 +40,7 @@ pub struct Limits {
     pub max_queued_bytes: usize,
     pub max_sender_queued_bytes: usize,
     /// Longest name and pattern, most wildcards per pattern.
-    pub names: crate::pattern::NameLimits,
+    pub names: cumulo_pattern::NameLimits,
     /// Subscriptions one instance may hold, at most.
     pub max_subscriptions: usize,
     /// Time a new connection has to send HELLO.
@@ -304,7 +304,7 @@ impl Core {
             if !prefix.starts_with('/') {
                 return Err((Status::InvalidArgument, format!("unmanaged prefix '{prefix}' must start with '/'")));
             }
-            if let Err(why) = crate::pattern::validate(prefix) {
+            if let Err(why) = cumulo_pattern::validate(prefix) {
                 return Err((Status::InvalidArgument, why));
             }
             let label = format!("unmanaged instance {id} ({prefix})");
@@ -570,7 +570,7 @@ impl Core {
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
             out.push(|b| crate::frames::ping(b, nonce));
-            let heard = inst.last_rx >= previous || inst.rx_fd.is_some_and(|fd| crate::os::bytes_waiting(fd) > 0);
+            let heard = inst.last_rx >= previous || inst.rx_fd.is_some_and(|fd| cumulo_sys::bytes_waiting(fd) > 0);
             inst.silent_rounds = if heard { 0 } else { inst.silent_rounds.saturating_add(1) };
             // Only an instance that serves something can be hung: a pure
             // sender (a tool idle between calls) is left alone.

@@ -53,7 +53,7 @@ impl Slots {
         let mut open = self.open.borrow_mut();
         let mut made_room = false;
         if open.len() >= self.max {
-            let idle = |s: &Rc<Slot>| !s.in_call.get() && s.fd.is_none_or(|fd| crate::os::bytes_waiting(fd) == 0);
+            let idle = |s: &Rc<Slot>| !s.in_call.get() && s.fd.is_none_or(|fd| cumulo_sys::bytes_waiting(fd) == 0);
             let Some(idle) = open.iter().position(idle) else { return Admission::Full };
             let evicted = open.remove(idle).expect("position is in range");
             evicted.closed.cancel();

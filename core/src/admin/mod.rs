@@ -21,11 +21,11 @@ mod websockets;
 pub use log_level::{check_filter, LogControl};
 
 use crate::config::AdminConfig;
-use crate::log_throttle::Throttle;
 use crate::state::Shared;
 use crate::supervisor::Supervisor;
 use anyhow::Context;
 use connections::{Admission, Slots};
+use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{header, Request, Response, StatusCode};

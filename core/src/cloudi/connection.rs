@@ -12,10 +12,10 @@
 
 use super::messages::{self as msg, ApiMessage, ApiSend};
 use crate::instance::{Endpoint, Outbox};
-use crate::log_throttle::Throttle;
 use crate::registry::InstanceId;
 use crate::state::Shared;
 use cumulo_proto::{Frame, Status, TransId, TransIdGen};
+use cumulo_sys::Throttle;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -208,7 +208,7 @@ fn kill_process(core: &Shared, token: &str, service: &str, why: &str) {
     let pid = core.borrow().processes.get(token).and_then(|slot| slot.pid);
     if let Some(pid) = pid {
         tracing::warn!(service = %service, "killing CloudI API process {pid}: {why}");
-        crate::os::signal(pid, libc::SIGKILL);
+        cumulo_sys::signal(pid, libc::SIGKILL);
     }
 }
 

@@ -27,7 +27,7 @@ fn defaults_and_a_full_service() {
     assert_eq!(s.options().timeout_sync, 5000);
     assert_eq!(cfg.core.max_frame, DEFAULT_MAX_FRAME);
     assert_eq!((cfg.core.hello_timeout, cfg.core.max_parked), (10_000, 10_000));
-    assert_eq!(cfg.name_limits(), crate::pattern::NameLimits::default());
+    assert_eq!(cfg.name_limits(), cumulo_pattern::NameLimits::default());
     assert_eq!(cfg.core.max_subscriptions, DEFAULT_MAX_SUBSCRIPTIONS);
 }
 

@@ -23,7 +23,7 @@ impl OwnCore {
         cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
         // Its own process group (signalled as one), dying with this process.
         cmd.process_group(0);
-        crate::os::die_with_parent(&mut cmd);
+        cumulo_sys::die_with_parent(&mut cmd);
         let child = cmd.spawn().context("cannot start a core")?;
         Ok(OwnCore { child, socket })
     }
@@ -31,7 +31,7 @@ impl OwnCore {
     /// SIGTERM, and SIGKILL if it has not stopped in 10 s.
     pub async fn stop(mut self) {
         if let Some(pid) = self.child.id() {
-            crate::os::signal(pid, libc::SIGTERM);
+            cumulo_sys::signal(pid, libc::SIGTERM);
         }
         if tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
             let _ = self.child.kill().await;

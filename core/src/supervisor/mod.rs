@@ -161,7 +161,7 @@ impl Supervisor {
     /// Kills processes found hung by the keep-alive check.
     pub fn kill_hung(&self, pids: &[u32]) {
         for &pid in pids {
-            crate::os::signal(pid, libc::SIGKILL);
+            cumulo_sys::signal(pid, libc::SIGKILL);
         }
     }
 }

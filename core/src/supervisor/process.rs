@@ -126,7 +126,7 @@ impl Supervisor {
                     cloudi_sockets.push(ours);
                     theirs.push(std::os::fd::OwnedFd::from(their));
                 }
-                crate::os::pass_fds(&mut cmd, &theirs);
+                cumulo_sys::pass_fds(&mut cmd, &theirs);
                 cmd.env("CLOUDI_API_INIT_PROTOCOL", "local")
                     .env("CLOUDI_API_INIT_BUFFER_SIZE", crate::cloudi::BUFFER_SIZE.to_string())
                     .env("CLOUDI_API_INIT_THREAD_COUNT", cfg.count_thread.to_string())
@@ -140,7 +140,7 @@ impl Supervisor {
             }
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
-        crate::os::die_with_parent(&mut cmd);
+        cumulo_sys::die_with_parent(&mut cmd);
         let mut child = cmd.spawn()?;
         drop(child_fds); // the child's ends of CloudI socket pairs, in the core
         for (thread_index, sock) in cloudi_sockets.into_iter().enumerate() {
@@ -248,7 +248,7 @@ impl Supervisor {
         }
         if let Some(pid) = child.id() {
             tracing::warn!(service = %svc.prefix, service_id = svc.id, process = index, "still running {terminate_ms} ms after TERMINATE: SIGTERM");
-            crate::os::signal(pid, libc::SIGTERM);
+            cumulo_sys::signal(pid, libc::SIGTERM);
         }
         if let Ok(status) = tokio::time::timeout(KILL_GRACE, child.wait()).await {
             log_exit(svc, index, status.ok());
@@ -307,6 +307,6 @@ async fn log_lines<R: tokio::io::AsyncRead + Unpin>(
 /// guess another's.
 fn new_token() -> String {
     let mut b = [0u8; 16];
-    crate::os::random_bytes(&mut b);
+    cumulo_sys::random_bytes(&mut b);
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -5,7 +5,7 @@
 //! alphabet (`a`, `b`, `/`, `*`, `?`) so that near misses are frequent.
 #![no_main]
 
-use cumulo_core::pattern;
+use cumulo_pattern as pattern;
 use libfuzzer_sys::fuzz_target;
 
 fn letters(bytes: &[u8], wild: bool) -> String {

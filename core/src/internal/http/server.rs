@@ -8,7 +8,7 @@ use super::framing::{Limits, Watched};
 use super::gateway::{Gateway, SAFETY_MARGIN};
 use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
-use crate::log_throttle::Throttle;
+use cumulo_sys::Throttle;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};

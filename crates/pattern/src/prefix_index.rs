@@ -54,8 +54,13 @@ fn common_len(a: &[u8], b: &[u8]) -> usize {
 }
 
 impl PrefixIndex {
+    /// Patterns held.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     pub fn insert(&mut self, prefix: &[u8], pattern: Rc<str>, shape: Shape) {
@@ -172,7 +177,7 @@ mod tests {
         let mut ix = PrefixIndex::default();
         let pats = ["*", "/a/*", "/a/b*", "/a/bc/*", "/ab*", "/a/?/x", "/b/*", "/a/bc/*x"];
         for p in pats {
-            ix.insert(crate::pattern::literal_prefix(p).as_bytes(), Rc::from(p), shape());
+            ix.insert(crate::literal_prefix(p).as_bytes(), Rc::from(p), shape());
         }
         assert_eq!(ix.len(), pats.len());
         assert_eq!(found(&ix, "/a/bc/d"), ["*", "/a/*", "/a/?/x", "/a/b*", "/a/bc/*", "/a/bc/*x"]);
@@ -180,8 +185,8 @@ mod tests {
         assert_eq!(found(&ix, "/abc"), ["*", "/ab*"]);
         assert_eq!(found(&ix, "/c"), ["*"]);
         for p in pats {
-            assert!(ix.remove(crate::pattern::literal_prefix(p).as_bytes(), p), "{p}");
-            assert!(!ix.remove(crate::pattern::literal_prefix(p).as_bytes(), p), "{p} twice");
+            assert!(ix.remove(crate::literal_prefix(p).as_bytes(), p), "{p}");
+            assert!(!ix.remove(crate::literal_prefix(p).as_bytes(), p), "{p} twice");
             assert!(!found(&ix, "/a/bc/dx").contains(&p.to_string()));
         }
         assert_eq!(ix.len(), 0);
@@ -199,16 +204,16 @@ mod tests {
             if all.is_empty() || rng.u8(..3) > 0 {
                 let p = format!("{}*", word(&mut rng));
                 if !all.contains(&p) {
-                    ix.insert(crate::pattern::literal_prefix(&p).as_bytes(), Rc::from(p.as_str()), shape());
+                    ix.insert(crate::literal_prefix(&p).as_bytes(), Rc::from(p.as_str()), shape());
                     all.push(p);
                 }
             } else {
                 let p = all.swap_remove(rng.usize(..all.len()));
-                assert!(ix.remove(crate::pattern::literal_prefix(&p).as_bytes(), &p));
+                assert!(ix.remove(crate::literal_prefix(&p).as_bytes(), &p));
             }
             let name = word(&mut rng);
             let mut want: Vec<String> =
-                all.iter().filter(|p| name.starts_with(crate::pattern::literal_prefix(p))).cloned().collect();
+                all.iter().filter(|p| name.starts_with(crate::literal_prefix(p))).cloned().collect();
             want.sort();
             assert_eq!(found(&ix, &name), want, "name {name:?}");
         }

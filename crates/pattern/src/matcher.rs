@@ -409,7 +409,7 @@ fn failure_table(block: &[u8]) -> Vec<usize> {
 /// against (unit tests and the `pattern` fuzz target): dynamic programming
 /// over the set of name positions reachable after each pattern character,
 /// O(pattern x name) in every case.
-#[cfg(any(test, feature = "fuzzing"))]
+#[cfg(any(test, feature = "test-util"))]
 pub fn reference_matches(pattern: &str, name: &str) -> bool {
     let n = name.as_bytes();
     let mut reach = vec![false; n.len() + 1];

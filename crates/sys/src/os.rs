@@ -1,8 +1,8 @@
 //! The few operating-system calls the standard library and tokio do not
-//! offer. The only module allowed `unsafe`.
+//! offer. The only module of the workspace allowed `unsafe`.
 #![allow(
     unsafe_code,
-    reason = "the one module of the core that calls the OS directly; a SAFETY comment on every block"
+    reason = "the one module of the workspace that calls the OS directly; a SAFETY comment on every block"
 )]
 
 use tokio::process::Command;
