@@ -33,7 +33,6 @@ pub mod held;
 pub mod instance;
 pub mod internal;
 pub mod listener;
-pub mod loadgen;
 pub mod metrics;
 pub mod queue;
 pub mod registry;

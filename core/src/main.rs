@@ -73,7 +73,7 @@ enum Command {
     },
     /// Measure a service or an HTTP endpoint under load: a fixed rate, or the
     /// highest stable one, with a latency report (docs/LOADGEN.md).
-    Bench(cumulo_core::loadgen::cli::BenchArgs),
+    Bench(cumulo_loadgen::BenchArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -157,6 +157,12 @@ fn client_done(outcome: cli::Outcome) -> ExitCode {
     }
 }
 
+/// The Unix socket a config file gives its core (for `cumulo bench
+/// request --config`, which starts a core of its own).
+fn socket_of_config(path: &std::path::Path) -> anyhow::Result<String> {
+    Ok(cumulo_core::config::Config::load(path)?.socket_path().display().to_string())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -169,7 +175,7 @@ fn main() -> ExitCode {
     }
     let log = init_logs(&cli.log_level, cli.log_format);
     match cli.command {
-        Command::Bench(args) => cumulo_core::loadgen::cli::main(args),
+        Command::Bench(args) => cumulo_loadgen::main(args, socket_of_config),
         Command::Check { config } => match cumulo_core::config::Config::load(&config) {
             Ok(cfg) => {
                 println!("{}: valid ({} services)", config.display(), cfg.services.len());

@@ -293,8 +293,23 @@ impl cumulo_service::ServiceApi for InternalApi {
     fn return_(&self, req: &OwnedRequest, status: Status, info: &[u8], body: &[u8]) {
         InternalApi::return_(self, req, status, info, body)
     }
+    fn unsubscribe(&self, pattern: &str) -> Result<(), cumulo_service::ServiceError> {
+        InternalApi::unsubscribe(self, pattern).map_err(Into::into)
+    }
     fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static {
         InternalApi::call(self, name, info, body, o)
+    }
+    fn send_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId {
+        InternalApi::send_async(self, name, info, body, o)
+    }
+    async fn recv_async(&self, tid: Option<TransId>) -> Response {
+        InternalApi::recv_async(self, tid).await
+    }
+    fn mcast_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Vec<TransId> {
+        InternalApi::mcast_async(self, name, info, body, o)
+    }
+    fn forward(&self, req: &OwnedRequest, name: &str, info: &[u8], body: &[u8], o: SendOptions) {
+        InternalApi::forward(self, req, name, info, body, o)
     }
     fn report(&self, report: Rc<dyn cumulo_service::Report>) {
         self.core.borrow_mut().reports.set(u64::from(self.id), report);

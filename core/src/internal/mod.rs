@@ -7,7 +7,6 @@ mod api;
 mod echo;
 mod filesystem;
 mod http;
-mod request_rate;
 pub mod settings;
 
 pub use api::InternalApi;
@@ -32,6 +31,16 @@ use std::pin::Pin;
 /// until the core stops.
 pub trait InternalService {
     fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
+}
+
+/// The load generator as a service (crates/loadgen), which sees the core
+/// only through the service API.
+struct RequestRate(cumulo_loadgen::RequestRate);
+
+impl InternalService for RequestRate {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(self.0.run(api))
+    }
 }
 
 /// The durable queue (crates/queue), which sees the core only through the
@@ -82,7 +91,7 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
-        "request_rate" => Ok(Box::new(request_rate::RequestRate::from_settings(settings)?)),
+        "request_rate" => Ok(Box::new(RequestRate(cumulo_loadgen::RequestRate::from_settings(settings)?))),
         "queue" if settings::is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(
             cumulo_queue_jetstream::JetStreamQueue::from_settings(settings, CLUSTER.get().cloned())?,
         ))),

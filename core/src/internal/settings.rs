@@ -19,7 +19,7 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => super::filesystem::settings::Settings::from_settings(settings).map(drop),
         "http" => super::http::settings::check(settings),
-        "request_rate" => super::request_rate::settings::Settings::parse(settings).map(drop),
+        "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),
         "queue" => cumulo_queue::check_settings(settings),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }

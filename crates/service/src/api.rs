@@ -47,6 +47,8 @@ pub trait ServiceApi {
     fn max_request(&self) -> usize;
 
     fn subscribe(&self, pattern: &str) -> Result<(), ServiceError>;
+    /// Drops one subscription of `pattern` (subscriptions count).
+    fn unsubscribe(&self, pattern: &str) -> Result<(), ServiceError>;
     /// The next request for this instance; `None` once the core stops.
     fn next_request(&self) -> impl Future<Output = Option<Self::Request>>;
     /// Answers `req`.
@@ -54,6 +56,15 @@ pub trait ServiceApi {
     /// Sends now (the arguments are copied) and returns the wait for the
     /// answer, which borrows nothing.
     fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static;
+    /// Sends and returns at once; the answer is collected with
+    /// [`recv_async`](ServiceApi::recv_async).
+    fn send_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId;
+    /// The answer of an async send: of `tid`, or the next one to arrive.
+    fn recv_async(&self, tid: Option<TransId>) -> impl Future<Output = Response>;
+    /// One copy to every instance subscribed to `name`: their trans_ids.
+    fn mcast_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Vec<TransId>;
+    /// Hands `req` on to `name`; whoever serves it answers the sender.
+    fn forward(&self, req: &Self::Request, name: &str, info: &[u8], body: &[u8], o: SendOptions);
     /// Publishes this instance's state to the admin API, `/metrics` and the
     /// dashboard until the instance stops.
     fn report(&self, report: Rc<dyn Report>);

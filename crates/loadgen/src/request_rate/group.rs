@@ -6,8 +6,8 @@
 //! instance (a second service with the same prefix and name) starts a new
 //! group.
 
-use crate::loadgen::recorder::SharedRecorder;
-use crate::loadgen::schedule::{self, Schedule};
+use crate::recorder::SharedRecorder;
+use crate::schedule::{self, Schedule};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use tokio::sync::watch;

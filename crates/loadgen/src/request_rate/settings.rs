@@ -1,9 +1,9 @@
 //! The settings of `internal = "request_rate"` (docs/LOADGEN.md), checked
 //! with the field and the reason when they are wrong.
 
-use crate::loadgen::answer::RequestSpec;
-use crate::loadgen::controller::DynamicSettings;
-use crate::loadgen::payload;
+use crate::answer::RequestSpec;
+use crate::controller::DynamicSettings;
+use crate::payload;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -68,10 +68,6 @@ impl Window {
             self.first_error = o.first_error.clone();
         }
     }
-
-    pub fn failures(&self) -> u64 {
-        self.errors + self.timeouts
-    }
 }
 
 /// The run's accounting. Every request due is counted once: it was sent

@@ -1,5 +1,5 @@
-//! The load generator: what `cumulo bench` and the `request_rate` internal
-//! service share.
+//! The load generator: `cumulo bench` and the `request_rate` internal
+//! service, which share everything below.
 //!
 //! - `schedule`: open-loop pacing (when each request is due) over lanes;
 //! - `recorder`: outcomes per tick, per second and in total;
@@ -11,20 +11,24 @@
 //! - `progress`, `bench_report`, `html`, `svg`: what `cumulo bench` shows
 //!   and writes; `cli`: its command line.
 
-pub mod answer;
-pub mod bench_report;
-pub mod cli;
-pub mod controller;
-pub mod driver;
-pub mod html;
-pub mod http_client;
-pub mod moments;
+mod answer;
+mod bench_report;
+mod cli;
+mod controller;
+mod driver;
+mod html;
+mod http_client;
+mod moments;
 mod own_core;
-pub mod payload;
-pub mod progress;
-pub mod recorder;
-pub mod report;
-pub mod schedule;
-pub mod service_client;
-pub mod shape;
-pub mod svg;
+mod payload;
+mod progress;
+mod recorder;
+mod report;
+mod request_rate;
+mod schedule;
+mod service_client;
+mod shape;
+mod svg;
+
+pub use cli::{main, BenchArgs, SocketOfConfig};
+pub use request_rate::{check_settings as check_request_rate_settings, RequestRate};

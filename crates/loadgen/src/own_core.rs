@@ -2,7 +2,6 @@
 //! started as a child process (`cumulo run`) and stopped after, so the
 //! measurement includes nothing a real deployment would not have.
 
-use crate::config::Config;
 use anyhow::Context;
 use std::path::Path;
 use std::time::Duration;
@@ -14,9 +13,8 @@ pub struct OwnCore {
 }
 
 impl OwnCore {
-    pub async fn start(config: &Path) -> anyhow::Result<OwnCore> {
-        let cfg = Config::load(config)?;
-        let socket = cfg.socket_path().display().to_string();
+    /// Starts `cumulo run --config config`, whose socket is `socket`.
+    pub async fn start(config: &Path, socket: String) -> anyhow::Result<OwnCore> {
         let exe = std::env::current_exe().context("cannot find the cumulo binary to start a core")?;
         let mut cmd = Command::new(exe);
         cmd.arg("run").arg("--config").arg(config).arg("--log-level").arg("warn");

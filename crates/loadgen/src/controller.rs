@@ -268,11 +268,6 @@ impl Dynamic {
         &self.counts
     }
 
-    /// Passing ticks in a row at the current rate.
-    pub fn held_ticks(&self) -> usize {
-        self.held.len()
-    }
-
     pub fn latency_limit_us(&self) -> Option<u64> {
         if let Some(l) = self.s.latency_limit {
             return Some(l.as_micros() as u64);

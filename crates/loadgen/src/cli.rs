@@ -161,9 +161,15 @@ pub struct HttpArgs {
     pub rate: RateArgs,
 }
 
-pub fn main(args: BenchArgs) -> ExitCode {
+/// Reads the Unix socket path a config file gives its core.
+pub type SocketOfConfig = fn(&std::path::Path) -> anyhow::Result<String>;
+
+/// `cumulo bench`. `socket_of_config` reads a config file's socket path
+/// (the config belongs to the binary, not to the load generator): where
+/// `--config` starts a core of its own, its clients connect there.
+pub fn main(args: BenchArgs, socket_of_config: SocketOfConfig) -> ExitCode {
     let result = match args.mode {
-        BenchMode::Request(a) => request(a),
+        BenchMode::Request(a) => request(a, socket_of_config),
         BenchMode::Http(a) => http(a),
     };
     match result {
@@ -301,7 +307,7 @@ fn totals(rec: &SharedRecorder, seconds: f64) -> Totals {
     }
 }
 
-fn request(a: RequestArgs) -> anyhow::Result<bool> {
+fn request(a: RequestArgs, socket_of_config: SocketOfConfig) -> anyhow::Result<bool> {
     let (plan, rate_name) = a.rate.plan()?;
     if a.connections == 0 || a.connections > 4096 {
         bail!("--connections must be 1 .. 4096");
@@ -328,7 +334,7 @@ fn request(a: RequestArgs) -> anyhow::Result<bool> {
         let socket = match (&a.socket, &a.config) {
             (Some(s), _) => s.clone(),
             (None, Some(cfg)) => {
-                let c = super::own_core::OwnCore::start(cfg).await?;
+                let c = super::own_core::OwnCore::start(cfg, socket_of_config(cfg)?).await?;
                 let s = c.socket.clone();
                 core = Some(c);
                 s

@@ -217,6 +217,7 @@ impl LatencyReport {
     }
 
     /// The percentile `p` of the ladder, µs.
+    #[cfg(test)]
     pub fn at(&self, p: f64) -> u64 {
         self.percentiles.iter().find(|x| (x.percentile - p).abs() < 1e-9).map_or(0, |x| x.us)
     }

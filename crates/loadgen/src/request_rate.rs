@@ -7,66 +7,66 @@
 
 mod group;
 mod lane;
-pub(super) mod settings;
+mod settings;
 
-use super::api::SendOptions;
-use super::{InternalApi, InternalService};
-use crate::loadgen::answer::judge;
-use crate::loadgen::driver::{drive, Held, Observer, Plan, RateMode, TickRecord};
-use crate::loadgen::progress::human_us;
-use crate::loadgen::recorder::Outcome;
-use crate::loadgen::schedule::Pacer;
+use crate::answer::judge;
+use crate::driver::{drive, Held, Observer, Plan, RateMode, TickRecord};
+use crate::progress::human_us;
+use crate::recorder::Outcome;
+use crate::schedule::Pacer;
+use cumulo_service::{SendOptions, ServiceApi};
 use settings::Settings;
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 pub struct RequestRate {
     s: Settings,
 }
 
+/// Checks `request_rate`'s settings without creating it (what a config file
+/// and the admin API are checked against).
+pub fn check_settings(settings: &toml::Table) -> Result<(), String> {
+    Settings::parse(settings).map(drop)
+}
+
 impl RequestRate {
     pub fn from_settings(settings: &toml::Table) -> Result<RequestRate, String> {
         Ok(RequestRate { s: Settings::parse(settings)? })
     }
-}
 
-impl InternalService for RequestRate {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(async move {
-            let s = &self.s;
-            let key = format!("{} {}", api.prefix, s.spec.name);
-            let (group, lane) = group::join(&key, api.process_count * api.thread_count);
-            let pacer = Pacer::new(lane as usize, group.size as usize, group.pace.subscribe());
-            let send = lane::run(&api, &s.spec, pacer, &group.rec, s.inflight_max);
-            if lane != 0 {
-                return send.await;
-            }
-            let lead = async {
-                wait_for_service(&api, s).await;
-                let plan = Plan {
-                    mode: s.rate.map_or_else(|| RateMode::Dynamic(s.dynamic.clone()), RateMode::Fixed),
-                    tick: s.tick,
-                    timeout: s.timeout,
-                    duration: None,
-                    stop_when_stable: false,
-                    report_every: Some(s.dynamic.stable_ticks),
-                };
-                let mut log = Log { name: &s.spec.name, settings: s, was_stable: false };
-                drive(&plan, &group.pace, &group.rec, &mut log).await;
+    /// Runs one instance until the core stops it.
+    pub async fn run<A: ServiceApi>(self, api: A) {
+        let s = &self.s;
+        let key = format!("{} {}", api.prefix(), s.spec.name);
+        let (group, lane) = group::join(&key, api.process_count() * api.thread_count());
+        let pacer = Pacer::new(lane as usize, group.size as usize, group.pace.subscribe());
+        let send = lane::run(&api, &s.spec, pacer, &group.rec, s.inflight_max);
+        if lane != 0 {
+            return send.await;
+        }
+        let lead = async {
+            wait_for_service(&api, s).await;
+            let plan = Plan {
+                mode: s.rate.map_or_else(|| RateMode::Dynamic(s.dynamic.clone()), RateMode::Fixed),
+                tick: s.tick,
+                timeout: s.timeout,
+                duration: None,
+                stop_when_stable: false,
+                report_every: Some(s.dynamic.stable_ticks),
             };
-            tokio::join!(send, lead);
-        })
+            let mut log = Log { name: &s.spec.name, settings: s, was_stable: false };
+            drive(&plan, &group.pace, &group.rec, &mut log).await;
+        };
+        tokio::join!(send, lead);
     }
 }
 
 /// Waits until the service answers one request well, so that a service
 /// still starting is not mistaken for one that fails.
-async fn wait_for_service(api: &InternalApi, s: &Settings) {
+async fn wait_for_service<A: ServiceApi>(api: &A, s: &Settings) {
     let options = SendOptions { timeout_ms: s.spec.timeout_ms, wait_for_service: true, ..Default::default() };
     let mut tries = 0u32;
     loop {
-        let r = api.send_sync(&s.spec.name, &s.spec.request_info, &s.spec.request, options).await;
+        let r = api.call(&s.spec.name, &s.spec.request_info, &s.spec.request, options).await;
         match judge(r.status, &r.response, s.spec.check.as_deref()) {
             Outcome::Ok => return,
             failed if tries == 0 => {

@@ -1,18 +1,22 @@
 //! One request_rate instance sending its share of the schedule with
 //! send_async, and collecting the answers with recv_async.
 
-use crate::internal::api::SendOptions;
-use crate::internal::InternalApi;
-use crate::loadgen::answer::{judge, RequestSpec};
-use crate::loadgen::recorder::SharedRecorder;
-use crate::loadgen::schedule::{latency_origin, Due, Pacer};
+use crate::answer::{judge, RequestSpec};
+use crate::recorder::SharedRecorder;
+use crate::schedule::{latency_origin, Due, Pacer};
 use ahash::AHashMap;
-use cumulo_proto::TransId;
+use cumulo_service::{SendOptions, ServiceApi, TransId};
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-pub async fn run(api: &InternalApi, spec: &RequestSpec, mut pacer: Pacer, rec: &SharedRecorder, inflight_max: usize) {
+pub async fn run<A: ServiceApi>(
+    api: &A,
+    spec: &RequestSpec,
+    mut pacer: Pacer,
+    rec: &SharedRecorder,
+    inflight_max: usize,
+) {
     let inflight: RefCell<AHashMap<TransId, Instant>> = RefCell::new(AHashMap::new());
     let freed = Notify::new();
     let options = SendOptions { timeout_ms: spec.timeout_ms, ..Default::default() };
