@@ -27,6 +27,7 @@ pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod frames;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod held;

@@ -13,9 +13,11 @@ pub use api::InternalApi;
 /// Open files the filesystem service hands to the gateway to stream.
 pub(crate) use filesystem::stream as file_stream;
 /// The filesystem service's parsers, for fuzz targets.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub use filesystem::{path as filesystem_path, range as filesystem_range};
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub use http::fuzzing as http_fuzzing;
 pub use http::share_ports_across_shards;

@@ -11,6 +11,7 @@
 mod access_log;
 mod deadlines;
 mod framing;
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod gateway;
 mod names;
