@@ -12,7 +12,7 @@
 //! nodes), `report` (`/v1/queues`, metrics, dead letters, replay, purge).
 //!
 //! It sees the core only through `cumulo-service`; its manifest does not
-//! list the core (`crates/queue/tests/dependencies.rs` checks the graph):
+//! list the core (`core/tests/architecture.rs` checks the graph):
 //!
 //! ```compile_fail
 //! use cumulo_core::state::Core;

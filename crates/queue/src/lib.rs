@@ -12,7 +12,7 @@
 //! `report` (the admin API's view, metrics, purge and replay).
 //!
 //! It sees the core only through `cumulo-service`; naming the core does not
-//! compile (its manifest does not list it; `tests/dependencies.rs` checks
+//! compile (its manifest does not list it; `core/tests/architecture.rs` checks
 //! the whole dependency graph):
 //!
 //! ```compile_fail
