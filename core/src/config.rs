@@ -55,18 +55,45 @@ pub const DEFAULT_ADMIN_PORT: u16 = 7311;
 
 /// The admin API: HTTP/JSON on `address:port` (port 0: no admin API).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "AdminTable")]
 pub struct AdminConfig {
     /// An IP address; loopback by default so only local users can reach it.
     pub address: String,
     pub port: u16,
+    /// Whether `port` was set in the file rather than left at its default:
+    /// a port the operator asked for that is in use stops the start; the
+    /// default one in use only turns the admin API off, with a warning
+    /// (`admin::bind`).
+    #[serde(skip)]
+    pub port_set: bool,
     /// Bearer token every call must present. Required off loopback.
     pub token: Option<String>,
 }
 
 impl Default for AdminConfig {
     fn default() -> Self {
-        AdminConfig { address: "127.0.0.1".into(), port: DEFAULT_ADMIN_PORT, token: None }
+        AdminConfig { address: "127.0.0.1".into(), port: DEFAULT_ADMIN_PORT, port_set: false, token: None }
+    }
+}
+
+/// The `[admin]` table as written: what it leaves out takes the default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdminTable {
+    address: Option<String>,
+    port: Option<u16>,
+    token: Option<String>,
+}
+
+impl From<AdminTable> for AdminConfig {
+    fn from(t: AdminTable) -> AdminConfig {
+        let d = AdminConfig::default();
+        AdminConfig {
+            address: t.address.unwrap_or(d.address),
+            port: t.port.unwrap_or(d.port),
+            port_set: t.port.is_some(),
+            token: t.token,
+        }
     }
 }
 
