@@ -59,7 +59,7 @@ pub const MAX_WINDOW: u32 = 1024;
 pub const DEFAULT_ADMIN_PORT: u16 = 7311;
 
 /// The admin API: HTTP/JSON on `address:port` (port 0: no admin API).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(from = "AdminTable")]
 pub struct AdminConfig {
     /// An IP address; loopback by default so only local users can reach it.
@@ -72,6 +72,7 @@ pub struct AdminConfig {
     #[serde(skip)]
     pub port_set: bool,
     /// Bearer token every call must present. Required off loopback.
+    #[serde(skip_serializing)]
     pub token: Option<String>,
 }
 
@@ -114,7 +115,7 @@ impl AdminConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CoreConfig {
     /// Unix socket for instances.
