@@ -44,9 +44,14 @@ pub const DEFAULT_MAX_SUBSCRIPTIONS: u32 = 1024;
 pub const DEFAULT_KEEPALIVE_MS: u32 = 5_000;
 /// Default per-instance queue limit, requests.
 pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
-/// Queue limit of a pseudo-instance (another shard, another node), requests:
-/// see [`ServiceOptions::pseudo`].
-pub const PSEUDO_QUEUE_LIMIT: u32 = 1 << 20;
+/// Queue limit of another shard's pseudo-instance, requests: see
+/// [`ServiceOptions::shard`].
+pub const SHARD_QUEUE_LIMIT: u32 = 1 << 20;
+/// Queue limit of another node's pseudo-instance, requests: as many as the
+/// subscriptions this node keeps of one node
+/// (`cluster::members::MAX_REMOTE_SUBSCRIPTIONS`); see
+/// [`ServiceOptions::node`].
+pub const NODE_QUEUE_LIMIT: u32 = 65_536;
 /// Largest window an instance may be granted: bounds the memory one instance
 /// can pin in the core.
 pub const MAX_WINDOW: u32 = 1024;
@@ -54,19 +59,47 @@ pub const MAX_WINDOW: u32 = 1024;
 pub const DEFAULT_ADMIN_PORT: u16 = 7311;
 
 /// The admin API: HTTP/JSON on `address:port` (port 0: no admin API).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(from = "AdminTable")]
 pub struct AdminConfig {
     /// An IP address; loopback by default so only local users can reach it.
     pub address: String,
     pub port: u16,
+    /// Whether `port` was set in the file rather than left at its default:
+    /// a port the operator asked for that is in use stops the start; the
+    /// default one in use only turns the admin API off, with a warning
+    /// (`admin::bind`).
+    #[serde(skip)]
+    pub port_set: bool,
     /// Bearer token every call must present. Required off loopback.
+    #[serde(skip_serializing)]
     pub token: Option<String>,
 }
 
 impl Default for AdminConfig {
     fn default() -> Self {
-        AdminConfig { address: "127.0.0.1".into(), port: DEFAULT_ADMIN_PORT, token: None }
+        AdminConfig { address: "127.0.0.1".into(), port: DEFAULT_ADMIN_PORT, port_set: false, token: None }
+    }
+}
+
+/// The `[admin]` table as written: what it leaves out takes the default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdminTable {
+    address: Option<String>,
+    port: Option<u16>,
+    token: Option<String>,
+}
+
+impl From<AdminTable> for AdminConfig {
+    fn from(t: AdminTable) -> AdminConfig {
+        let d = AdminConfig::default();
+        AdminConfig {
+            address: t.address.unwrap_or(d.address),
+            port: t.port.unwrap_or(d.port),
+            port_set: t.port.is_some(),
+            token: t.token,
+        }
     }
 }
 
@@ -82,7 +115,7 @@ impl AdminConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CoreConfig {
     /// Unix socket for instances.
@@ -261,14 +294,42 @@ impl Default for ServiceOptions {
 impl ServiceOptions {
     /// The options of a pseudo-instance (another shard, another node),
     /// which picks among the instances there by `dest_refresh`. It stands
-    /// for every instance there, so one multicast queues a copy per instance
-    /// there at once (one per WebSocket connection of another node): with a
-    /// service's queue limit, 1024, the copies past its window and 1024
-    /// queued failed with QUEUE_FULL. Its bytes stay bounded by `queue_size`
-    /// and `core.max_queued_bytes`, each queued request counted with its
+    /// for every instance there, so one multicast queues a copy per
+    /// instance there at once (one per WebSocket connection of a gateway
+    /// there): with a service's queue limit, 1024, the copies past its
+    /// window and 1024 queued failed with QUEUE_FULL. Its window is the
+    /// largest, 1024; its bytes stay bounded by `queue_size` (64 MiB) and
+    /// `core.max_queued_bytes`, each queued request counted with its
     /// overhead (`held::REQUEST_OVERHEAD`).
-    pub fn pseudo(dest_refresh: DestRefresh) -> ServiceOptions {
-        ServiceOptions { dest_refresh, queue_limit: PSEUDO_QUEUE_LIMIT, ..ServiceOptions::default() }
+    fn pseudo(dest_refresh: DestRefresh, queue_limit: u32) -> ServiceOptions {
+        ServiceOptions { dest_refresh, queue_limit, ..ServiceOptions::default() }
+    }
+
+    /// Another shard of this core, served closest first (by that shard's
+    /// instances, else sent on to another node). Up to
+    /// [`SHARD_QUEUE_LIMIT`] requests queue for it: the instances of a
+    /// shard have no count bound of their own (a gateway's WebSocket
+    /// connections, 10,000 per path), so the count is set past anything
+    /// the bytes allow (64 MiB of `queue_size` at 256 bytes of overhead a
+    /// request hold at most 262,144): for a shard, `queue_size` is the
+    /// limit. A shard is a thread of this same process: it does not go
+    /// silent while this one runs, as a node may.
+    pub fn shard() -> ServiceOptions {
+        ServiceOptions::pseudo(DestRefresh::ImmediateClosest, SHARD_QUEUE_LIMIT)
+    }
+
+    /// Another node of the cloud, whose requests are served here by local
+    /// instances only (a request crosses one hop). Up to
+    /// [`NODE_QUEUE_LIMIT`] requests, and `queue_size` bytes, queue for it
+    /// beyond the 1024 in flight: one multicast makes a copy per instance
+    /// of that node, and this node keeps at most that many of its
+    /// subscriptions (`cluster::members::MAX_REMOTE_SUBSCRIPTIONS`), so a
+    /// multicast to every instance of a node fits; no more, because a node
+    /// that goes silent (stopped, cut off) holds what is sent to it until
+    /// it is purged (`cluster.purge_ms`), and its senders must hear
+    /// `QUEUE_FULL` at once rather than pile requests up here.
+    pub fn node() -> ServiceOptions {
+        ServiceOptions::pseudo(DestRefresh::ImmediateLocal, NODE_QUEUE_LIMIT)
     }
 }
 

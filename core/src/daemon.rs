@@ -81,20 +81,12 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     raise_open_files_limit(cfg.core.max_connections);
 
     // Every listener is bound before any service starts: a socket in use is
-    // one clear error, not a half-started core.
-    // The admin API is an operator's convenience: when its port is taken
-    // (another core on this machine, say) the core still starts and serves
-    // its services, and says loudly that the admin API is off.
-    let admin = match cfg.admin.enabled() {
-        true => match crate::admin::bind(&cfg.admin) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                tracing::error!("admin API disabled: {e:#}");
-                None
-            }
-        },
-        false => None,
-    };
+    // one clear error, not a half-started core. So is an admin port the
+    // config sets: a core that cannot be drained, scaled or watched is not
+    // what its operator asked for. Only the default admin port in use
+    // (another core on this machine) lets the core start without its admin
+    // API, with a warning (`admin::bind`).
+    let admin = crate::admin::bind(&cfg.admin)?;
     let unix = crate::listener::bind_unix(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?;
     tokio::task::spawn_local(crate::listener::serve_unix(core.clone(), unix));
     if let Some(addr) = &cfg.core.tcp {

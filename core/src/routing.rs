@@ -637,7 +637,12 @@ impl Core {
         let bytes = crate::held::weight(r.name, r.request_info, r.request);
         let (n, held) = (inst.queue.len(), inst.queue.bytes());
         if n >= inst.options.queue_limit as usize {
-            return Err(format!("queue of {} is full ({n} requests, queue_limit)", inst.label));
+            let limit = match inst.endpoint {
+                Endpoint::Remote(_) => "the most queued for another node, config::NODE_QUEUE_LIMIT",
+                Endpoint::Shard(_) => "the most queued for another shard, config::SHARD_QUEUE_LIMIT",
+                _ => "queue_limit",
+            };
+            return Err(format!("queue of {} is full ({n} requests, {limit})", inst.label));
         }
         if held + bytes > inst.options.queue_size as usize {
             return Err(format!(

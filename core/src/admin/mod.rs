@@ -23,7 +23,6 @@ pub use log_level::{check_filter, LogControl};
 use crate::config::AdminConfig;
 use crate::state::Shared;
 use crate::supervisor::Supervisor;
-use anyhow::Context;
 use connections::{Admission, Slots};
 use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};
@@ -64,17 +63,40 @@ pub struct AdminContext {
     pub started_at: SystemTime,
 }
 
-/// Binds the admin listener (before any service starts).
-pub fn bind(cfg: &AdminConfig) -> anyhow::Result<TcpListener> {
+/// Binds the admin listener (before any service starts); `None` when there
+/// is no admin API. A port the config sets (`port_set`) that cannot be
+/// bound stops the start, naming the address and the key, as any listener
+/// would. The default port already in use (another core on this machine
+/// with a default config, say) only turns the admin API off, with a warning
+/// saying what that costs: nobody asked for that port, and two such cores
+/// should both run.
+pub fn bind(cfg: &AdminConfig) -> anyhow::Result<Option<TcpListener>> {
+    if !cfg.enabled() {
+        return Ok(None);
+    }
     let addr = cfg.socket_addr();
-    let std = std::net::TcpListener::bind(addr).with_context(|| {
-        format!("cannot listen for the admin API on {addr} (another core running? set [admin] port to another port, or 0 to disable it)")
-    })?;
+    let std = match std::net::TcpListener::bind(addr) {
+        Ok(l) => l,
+        Err(e) if !cfg.port_set && e.kind() == std::io::ErrorKind::AddrInUse => {
+            tracing::warn!(
+                "admin API off: cannot listen for the admin API on {addr}, the default port (admin.port is not set): \
+                 {e} (another core running?). This core runs without it: it cannot be drained, scaled or watched \
+                 through the admin API, /metrics or the cumulo client commands. Set admin.port to a free port, or \
+                 to 0 for no admin API"
+            );
+            return Ok(None);
+        }
+        Err(e) => anyhow::bail!(
+            "cannot listen for the admin API on {addr} (admin.port = {} in the config): {e}; another core running? \
+             give admin.port a free port, or 0 for no admin API",
+            cfg.port
+        ),
+    };
     std.set_nonblocking(true)?;
     let l = TcpListener::from_std(std)?;
     let auth = if cfg.token.is_some() { "bearer token required" } else { "no token" };
     tracing::info!("admin API listening on http://{} ({auth})", l.local_addr()?);
-    Ok(l)
+    Ok(Some(l))
 }
 
 pub async fn serve(listener: TcpListener, ctx: Rc<AdminContext>) {

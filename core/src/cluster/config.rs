@@ -2,7 +2,7 @@
 //! name and the membership timers. Without it the core is a single node and
 //! nothing of this module runs.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Default announce interval, ms: a node learns of a new one within this.
@@ -16,7 +16,7 @@ pub const DEFAULT_CLOUD_NAME: &str = "default";
 /// header (one length byte) and in subjects.
 pub const MAX_NAME_LEN: usize = 64;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClusterConfig {
     /// This node's name; empty: host name, ":" and the admin port.
@@ -29,7 +29,9 @@ pub struct ClusterConfig {
     pub purge_ms: u32,
     // Passed to the NATS client as they are.
     pub user: Option<String>,
+    #[serde(skip_serializing)]
     pub password: Option<String>,
+    #[serde(skip_serializing)]
     pub token: Option<String>,
     pub creds_file: Option<PathBuf>,
     pub tls_required: bool,

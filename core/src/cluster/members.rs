@@ -3,7 +3,7 @@
 //! so that routing picks among local instances and remote nodes alike.
 
 use super::wire::Control;
-use crate::config::{DestRefresh, ServiceOptions};
+use crate::config::ServiceOptions;
 use crate::instance::Outbox;
 use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
@@ -21,6 +21,9 @@ pub const MAX_REMOTE_PATTERNS: usize = 10_000;
 /// Most subscriptions (pattern × instance count) kept per remote node: each
 /// is one registry entry; counts beyond are clamped.
 pub const MAX_REMOTE_SUBSCRIPTIONS: u32 = 65_536;
+// A multicast makes one copy per subscription of a node: to every instance
+// of a node, it fits the node's queue (`ServiceOptions::node`).
+const _: () = assert!(crate::config::NODE_QUEUE_LIMIT >= MAX_REMOTE_SUBSCRIPTIONS);
 /// Longest remote pattern kept, bytes (as long as a local one may be useful).
 pub const MAX_REMOTE_PATTERN_LEN: usize = 1024;
 
@@ -151,7 +154,7 @@ impl Membership {
             let name: Rc<str> = Rc::from(node);
             // Requests from another node are served here, never sent on: a
             // request crosses at most one hop (forwarding aside).
-            let options = Rc::new(ServiceOptions::pseudo(DestRefresh::ImmediateLocal));
+            let options = Rc::new(ServiceOptions::node());
             let metrics = Rc::new(ServiceMetrics::default());
             // The outbox limit: what may wait for the writer task, as for a
             // socket; a node that far behind is treated as gone.

@@ -64,6 +64,10 @@ fn admin_defaults_to_loopback_without_token() {
     assert_eq!(cfg.admin.address, "127.0.0.1");
     assert_eq!(cfg.admin.port, DEFAULT_ADMIN_PORT);
     assert!(cfg.admin.token.is_none() && cfg.admin.enabled());
+    assert!(!cfg.admin.port_set, "the default port was not asked for");
+    let set = parse("[admin]\nport = 7311").unwrap().admin;
+    assert!(set.port_set && set.port == DEFAULT_ADMIN_PORT, "the default port written in the file is asked for");
+    assert!(!parse("[admin]\naddress = \"::1\"").unwrap().admin.port_set);
     assert!(!parse("[admin]\nport = 0").unwrap().admin.enabled());
     assert!(parse("[admin]\naddress = \"::1\"").is_ok());
 }

@@ -215,7 +215,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             }
             // Requests from another shard are served here, closest first:
             // by this shard's instances, else sent on to another node.
-            let options = Rc::new(ServiceOptions::pseudo(DestRefresh::ImmediateClosest));
+            let options = Rc::new(ServiceOptions::shard());
             let outbox = Outbox::new(c.limits.max_outbox);
             let id = c.admit_shard(format!("shard {j}"), options, Rc::default(), outbox.clone());
             // Shards 1.. run HTTP gateways only, which take the open files

@@ -9,6 +9,7 @@ mod gateway_shards;
 mod logs;
 mod metrics;
 mod openapi;
+mod port;
 mod reroute_clock;
 mod service_shards;
 mod services;

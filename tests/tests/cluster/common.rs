@@ -16,6 +16,11 @@ pub fn toml_list(items: &[String]) -> String {
 
 /// The config of node `name` (node_id `id`) of cloud `cloud`.
 pub fn node_in(cloud: &str, servers: &[String], name: &str, id: u32) -> Config {
+    node_purging_after(cloud, servers, name, id, PURGE_MS)
+}
+
+/// As `node_in`, purging a node silent for `purge_ms` (instead of `PURGE_MS`).
+pub fn node_purging_after(cloud: &str, servers: &[String], name: &str, id: u32, purge_ms: u32) -> Config {
     Config::new()
         .core("node_id", id)
         .admin("port", free_port())
@@ -23,7 +28,7 @@ pub fn node_in(cloud: &str, servers: &[String], name: &str, id: u32) -> Config {
         .cluster("name", q(cloud))
         .cluster("servers", toml_list(servers))
         .cluster("heartbeat_ms", HEARTBEAT_MS)
-        .cluster("purge_ms", PURGE_MS)
+        .cluster("purge_ms", purge_ms)
 }
 
 pub fn node(servers: &[String], name: &str, id: u32) -> Config {

@@ -3,5 +3,6 @@
 
 mod common;
 mod faults;
+mod limits;
 mod membership;
 mod routing;
