@@ -1,8 +1,9 @@
 //! cumulo core: the daemon that starts, supervises and connects services.
 //!
-//! Module map (see docs/ARCHITECTURE.md):
+//! Module map (see docs/ARCHITECTURE.md; names and patterns, the OS calls,
+//! the load generator and the queue are crates of their own):
 //! - `config`: the TOML file, defaults, validation;
-//! - `pattern`, `registry`: names, wildcard patterns, who subscribes what;
+//! - `registry`: who subscribes what;
 //! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
 //!   windows, timeouts — the hot path;
 //! - `cluster`: nodes of one cloud over NATS (remote nodes as pseudo-instances);
@@ -10,11 +11,10 @@
 //! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
 //! - `listener`: sockets, handshake, frame reading and batched writing;
 //! - `frames`: every frame the core writes, one encoder per kind;
-//! - `supervisor`, `os`: service processes, restarts, termination;
+//! - `supervisor`: service processes, restarts, termination;
 //! - `internal`: services inside the core behind one trait;
 //! - `admin`: the HTTP/JSON admin API and `/metrics`;
 //! - `cli`: the client commands that talk to the admin API;
-//! - `loadgen`: the load generator (`cumulo bench`, the request_rate service);
 //! - `fuzzing`: the socket and HTTP paths over in-memory streams, for `fuzz/`;
 //! - `daemon`: wires the parts together and runs the event loop.
 #![forbid(unsafe_code)]
