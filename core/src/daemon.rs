@@ -3,10 +3,10 @@
 //! everything on SIGTERM/SIGINT.
 
 use crate::admin::{AdminContext, LogControl};
-use crate::config::Config;
 use crate::state::{Core, Limits, Shared};
 use crate::supervisor::Supervisor;
 use anyhow::Context;
+use cumulo_config::Config;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};

@@ -7,9 +7,9 @@
 //! a paused clock (`start_paused`): timeouts then fire as soon as nothing
 //! else can run, so a session never waits in real time. [`run`] sets that up.
 
-use crate::config::ServiceOptions;
 use crate::internal::InternalApi;
 use crate::state::{Core, Limits, Shared};
+use cumulo_config::ServiceOptions;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -19,7 +19,7 @@ pub use crate::internal::http_fuzzing as http;
 
 /// The filesystem service's parsers of names and `Range` headers.
 pub mod filesystem {
-    pub use crate::internal::{filesystem_path as path, filesystem_range as range};
+    pub use cumulo_filesystem::{path, range};
 }
 
 /// How long an HTTP session may last (in the paused clock) before it counts

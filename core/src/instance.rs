@@ -1,11 +1,11 @@
 //! One instance (one connection, or one internal service thread) as the core
 //! sees it: its window, its queue, its subscriptions and where its frames go.
 
-use crate::config::ServiceOptions;
 use crate::metrics::ServiceMetrics;
 use crate::queue::PriorityQueue;
 use crate::registry::InstanceId;
 use ahash::AHashMap;
+use cumulo_config::ServiceOptions;
 use cumulo_proto::TransId;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

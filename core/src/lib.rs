@@ -1,8 +1,7 @@
 //! cumulo core: the daemon that starts, supervises and connects services.
 //!
-//! Module map (see docs/ARCHITECTURE.md; names and patterns, the OS calls,
-//! the load generator and the queue are crates of their own):
-//! - `config`: the TOML file, defaults, validation;
+//! Module map (see docs/ARCHITECTURE.md; the config, names and patterns,
+//! the OS calls, the load generator and the queue are crates of their own):
 //! - `registry`: who subscribes what;
 //! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
 //!   windows, timeouts — the hot path;
@@ -24,7 +23,7 @@ pub mod cli;
 pub mod close_reason;
 pub mod cloudi;
 pub mod cluster;
-pub mod config;
+
 pub mod daemon;
 pub mod frames;
 #[cfg(any(test, feature = "fuzzing"))]

@@ -4,11 +4,11 @@
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
 use crate::close_reason::CloseReason;
-use crate::config::ServiceOptions;
 use crate::instance::{Endpoint, Outbox};
 use crate::registry::InstanceId;
 use crate::shards::handoff::{Adoption, Order, StdSocket};
 use crate::state::{Accepted, Shared, HUNG_AFTER_ROUNDS};
+use cumulo_config::ServiceOptions;
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
 use cumulo_sys::Throttle;
 use std::os::fd::{AsRawFd, RawFd};

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use cumulo_core::admin::LogControl;
 use cumulo_core::cli::{self, AdminArgs, QueuesCommand, ServicesCommand};
+use cumulo_core::internal::settings::CATALOGUE;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -160,7 +161,7 @@ fn client_done(outcome: cli::Outcome) -> ExitCode {
 /// The Unix socket a config file gives its core (for `cumulo bench
 /// request --config`, which starts a core of its own).
 fn socket_of_config(path: &std::path::Path) -> anyhow::Result<String> {
-    Ok(cumulo_core::config::Config::load(path)?.socket_path().display().to_string())
+    Ok(cumulo_config::Config::load(path, &CATALOGUE)?.socket_path().display().to_string())
 }
 
 fn main() -> ExitCode {
@@ -176,7 +177,7 @@ fn main() -> ExitCode {
     let log = init_logs(&cli.log_level, cli.log_format);
     match cli.command {
         Command::Bench(args) => cumulo_loadgen::main(args, socket_of_config),
-        Command::Check { config } => match cumulo_core::config::Config::load(&config) {
+        Command::Check { config } => match cumulo_config::Config::load(&config, &CATALOGUE) {
             Ok(cfg) => {
                 println!("{}: valid ({} services)", config.display(), cfg.services.len());
                 ExitCode::SUCCESS
@@ -187,7 +188,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Run { config } => {
-            let cfg = match cumulo_core::config::Config::load(&config) {
+            let cfg = match cumulo_config::Config::load(&config, &CATALOGUE) {
                 Ok(cfg) => cfg,
                 Err(e) => {
                     tracing::error!("{e}");

@@ -3,13 +3,13 @@
 //! sender. Every accepted request ends in exactly one RESPONSE: the answer,
 //! or an error (NO_SERVICE, QUEUE_FULL, TIMEOUT, CRASHED, SHUTTING_DOWN).
 
-use crate::config::DestRefresh;
 use crate::held::Held;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
 use crate::shards::mirror::Mirror;
 use crate::state::{Core, InFlight};
+use cumulo_config::DestRefresh;
 use cumulo_proto::{Control, Frame, Return, Send, Status, TransId, REQUEST_MCAST, REQUEST_SYNC, SEND_WAIT_FOR_SERVICE};
 use std::rc::Rc;
 use std::time::{Duration, Instant};

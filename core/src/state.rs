@@ -4,12 +4,12 @@
 //! is measured against. The routing itself is in `routing.rs`; this file
 //! holds the state and the lifecycle of instances.
 
-use crate::config::{ServiceOptions, MAX_WINDOW};
 use crate::held::{Held, Holds};
 use crate::instance::{Endpoint, Identity, Instance, Origin, OwnedRequest, ServiceId};
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
 use ahash::AHashMap;
+use cumulo_config::{ServiceOptions, MAX_WINDOW};
 use cumulo_proto::{Status, TransId, TransIdGen};
 use cumulo_sys::Throttle;
 use std::cell::RefCell;
@@ -26,7 +26,7 @@ pub const HUNG_AFTER_ROUNDS: u32 = 3;
 
 /// Instance ids at the top of the range, kept for the stamps of the
 /// trans_ids shards originate (`Core::set_shard`).
-const MAX_THREADS_STAMPS: u32 = crate::config::MAX_THREADS + 1;
+const MAX_THREADS_STAMPS: u32 = cumulo_config::MAX_THREADS + 1;
 
 /// Settings the routing code needs on every request.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@
 //! - `other.key` in backquotes where `key` is a config key but `other` is
 //!   no section of the config (a key named under the wrong section).
 
-use cumulo_core::config::Config;
+use cumulo_config::Config;
 use std::path::Path;
 
 const SECTIONS: &[&str] = &["core", "admin", "cluster", "service"];

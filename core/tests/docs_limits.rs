@@ -36,7 +36,7 @@
 //! pseudo-instance (`node.queue_limit`, ...), come from [`constants`]. A
 //! constant written with its path (`config::X`) must be one of those.
 
-use cumulo_core::config::{AdminConfig, CoreConfig, ServiceConfig, ServiceOptions};
+use cumulo_config::{AdminConfig, CoreConfig, ServiceConfig, ServiceOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -46,8 +46,8 @@ const DOCS: &[&str] = &["CONFIG.md", "GUARANTEES.md", "CLUSTER.md", "GATEWAY.md"
 /// pseudo-instances, which are made of them), by every name the docs may
 /// give them; the first name is the one reported.
 fn constants() -> Vec<(&'static [&'static str], u64)> {
+    use cumulo_config as config;
     use cumulo_core::cluster::members;
-    use cumulo_core::config;
     let (node, shard) = (ServiceOptions::node(), ServiceOptions::shard());
     vec![
         (&["node.queue_limit", "NODE_QUEUE_LIMIT"], node.queue_limit as u64),
@@ -73,7 +73,7 @@ fn config_defaults() -> BTreeMap<String, u64> {
     let sections = [
         ("core", serde_json::to_value(CoreConfig::default()).unwrap()),
         ("admin", serde_json::to_value(AdminConfig::default()).unwrap()),
-        ("cluster", serde_json::to_value(cumulo_core::cluster::config::ClusterConfig::default()).unwrap()),
+        ("cluster", serde_json::to_value(cumulo_config::cluster::ClusterConfig::default()).unwrap()),
         ("service", serde_json::to_value(ServiceConfig::default()).unwrap()),
     ];
     let mut out = BTreeMap::new();

@@ -20,10 +20,10 @@ mod websockets;
 
 pub use log_level::{check_filter, LogControl};
 
-use crate::config::AdminConfig;
 use crate::state::Shared;
 use crate::supervisor::Supervisor;
 use connections::{Admission, Slots};
+use cumulo_config::AdminConfig;
 use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};

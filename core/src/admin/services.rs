@@ -36,8 +36,8 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
     // (invalid_json), apart from a service that fails validation.
     serde_json::from_slice::<serde::de::IgnoredAny>(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
-    let services =
-        crate::config::services_from_json(body).map_err(|(field, reason)| ApiError::invalid(field, reason))?;
+    let services = cumulo_config::services_from_json(body, &crate::internal::settings::CATALOGUE)
+        .map_err(|(field, reason)| ApiError::invalid(field, reason))?;
     let added: Vec<Value> = services
         .into_iter()
         .map(|s| {
@@ -64,7 +64,7 @@ pub async fn update(ctx: &AdminContext, id: Option<&str>, body: &[u8]) -> Answer
     }
     if let Some(k) = fields.keys().find(|k| !ServiceChanges::FIELDS.contains(&k.as_str())) {
         let known_key =
-            serde_json::to_value(crate::config::ServiceConfig::default()).ok().is_some_and(|d| d.get(k).is_some());
+            serde_json::to_value(cumulo_config::ServiceConfig::default()).ok().is_some_and(|d| d.get(k).is_some());
         let why = if known_key {
             "cannot change while the service runs: remove the service and add it again".to_string()
         } else {

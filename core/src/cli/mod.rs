@@ -9,8 +9,8 @@ mod table;
 pub use client::{AdminClient, Reply};
 pub use queues::{queues, QueuesCommand};
 
-use crate::config::DEFAULT_ADMIN_PORT;
 use clap::{Args, Subcommand};
+use cumulo_config::DEFAULT_ADMIN_PORT;
 use hyper::Method;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -111,7 +111,9 @@ pub type Outcome = Result<String, String>;
 
 pub fn client(a: &AdminArgs) -> Result<AdminClient, String> {
     let from_file = match &a.config {
-        Some(path) => Some(crate::config::Config::load(path).map_err(|e| e.to_string())?.admin),
+        Some(path) => Some(
+            cumulo_config::Config::load(path, &crate::internal::settings::CATALOGUE).map_err(|e| e.to_string())?.admin,
+        ),
         None => None,
     };
     let url = match (&a.admin, &from_file) {

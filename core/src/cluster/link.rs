@@ -2,7 +2,6 @@
 //! snapshots, purges) and the data plane (one writer task per remote node,
 //! one subscription for this node's frames).
 
-use super::config::ClusterConfig;
 use super::members::{Membership, Refused};
 use super::wire::{self, Control, Piece};
 use crate::instance::Outbox;
@@ -10,6 +9,7 @@ use crate::registry::InstanceId;
 use crate::state::Shared;
 use async_nats::{Client, ConnectOptions, Event};
 use bytes::{BufMut, Bytes, BytesMut};
+use cumulo_config::cluster::ClusterConfig;
 use cumulo_proto::{Frame, Return, Status};
 use futures_util::StreamExt;
 use std::cell::RefCell;
@@ -280,7 +280,7 @@ impl Task {
                 return;
             }
         };
-        if !super::config::valid_name(&node) {
+        if !cumulo_config::cluster::valid_name(&node) {
             return;
         }
         let check = self.membership.borrow().check(&node, node_id, boot);
@@ -376,7 +376,7 @@ impl Task {
     /// Answers every REQUEST in `frames` from a node not known here with
     /// `NO_SERVICE`, published back to that node.
     fn refuse_unknown(&self, node: &str, frames: &[u8], header: Vec<u8>) {
-        if !super::config::valid_name(node) {
+        if !cumulo_config::cluster::valid_name(node) {
             return;
         }
         let msg = format!(

@@ -3,12 +3,12 @@
 //! so that routing picks among local instances and remote nodes alike.
 
 use super::wire::Control;
-use crate::config::ServiceOptions;
 use crate::instance::Outbox;
 use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
 use crate::state::Core;
 use ahash::AHashMap;
+use cumulo_config::ServiceOptions;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Instant, SystemTime};
@@ -23,7 +23,7 @@ pub const MAX_REMOTE_PATTERNS: usize = 10_000;
 pub const MAX_REMOTE_SUBSCRIPTIONS: u32 = 65_536;
 // A multicast makes one copy per subscription of a node: to every instance
 // of a node, it fits the node's queue (`ServiceOptions::node`).
-const _: () = assert!(crate::config::NODE_QUEUE_LIMIT >= MAX_REMOTE_SUBSCRIPTIONS);
+const _: () = assert!(cumulo_config::NODE_QUEUE_LIMIT >= MAX_REMOTE_SUBSCRIPTIONS);
 /// Longest remote pattern kept, bytes (as long as a local one may be useful).
 pub const MAX_REMOTE_PATTERN_LEN: usize = 1024;
 

@@ -18,7 +18,6 @@
 //!
 //! Without `[cluster]` none of this runs and no NATS is needed.
 
-pub mod config;
 pub mod link;
 pub mod members;
 pub mod metrics;

@@ -1,7 +1,7 @@
 use super::members::*;
 use super::wire::Control;
-use crate::config::ServiceOptions;
 use crate::state::Core;
+use cumulo_config::ServiceOptions;
 
 fn core() -> Core {
     Core::new(crate::fuzzing::small_limits(), ServiceOptions::default())
@@ -78,5 +78,27 @@ fn the_local_snapshot_leaves_out_other_nodes() {
             assert_eq!((node.as_str(), node_id, patterns.len()), ("a", 1, 0))
         }
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_config_takes_the_server_addresses_the_nats_client_takes() {
+    let cases = [
+        "nats://127.0.0.1:4222",
+        "127.0.0.1:4222",
+        "localhost",
+        "tls://nats.example.com:4443",
+        "ws://[::1]:8080",
+        "wss://h",
+        "http://127.0.0.1:4222",
+        "nats://[::1",
+        "nats://",
+        "",
+        "nats://user:pw@h:1",
+        "ftp://h",
+    ];
+    for s in cases {
+        let client = s.parse::<async_nats::ServerAddr>().is_ok();
+        assert_eq!(cumulo_config::cluster::is_server_address(s), client, "{s:?}: the NATS client says {client}");
     }
 }

@@ -30,7 +30,7 @@ impl InternalApi {
     pub fn connect(
         core: &Shared,
         prefix: &str,
-        options: Rc<crate::config::ServiceOptions>,
+        options: Rc<cumulo_config::ServiceOptions>,
         metrics: Rc<crate::metrics::ServiceMetrics>,
         service: crate::instance::ServiceId,
         process_index: u32,
@@ -311,6 +311,9 @@ impl cumulo_service::ServiceApi for InternalApi {
     fn forward(&self, req: &OwnedRequest, name: &str, info: &[u8], body: &[u8], o: SendOptions) {
         InternalApi::forward(self, req, name, info, body, o)
     }
+    fn sender_takes_file_handles(&self, req: &OwnedRequest) -> bool {
+        self.takes_file_handles(req.sender)
+    }
     fn report(&self, report: Rc<dyn cumulo_service::Report>) {
         self.core.borrow_mut().reports.set(u64::from(self.id), report);
     }
@@ -319,8 +322,8 @@ impl cumulo_service::ServiceApi for InternalApi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ServiceOptions;
     use crate::fuzzing::{run, small_limits};
+    use cumulo_config::ServiceOptions;
     use std::time::Duration;
 
     /// An internal instance whose task does not take its requests holds at

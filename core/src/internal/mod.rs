@@ -5,17 +5,10 @@
 
 mod api;
 mod echo;
-mod filesystem;
 mod http;
 pub mod settings;
 
 pub use api::InternalApi;
-/// Open files the filesystem service hands to the gateway to stream.
-pub(crate) use filesystem::stream as file_stream;
-/// The filesystem service's parsers, for fuzz targets.
-#[cfg(any(test, feature = "fuzzing"))]
-#[doc(hidden)]
-pub use filesystem::{path as filesystem_path, range as filesystem_range};
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -33,6 +26,16 @@ use std::pin::Pin;
 /// until the core stops.
 pub trait InternalService {
     fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
+}
+
+/// The filesystem service (crates/filesystem), which sees the core only
+/// through the service API.
+struct Filesystem(cumulo_filesystem::Filesystem);
+
+impl InternalService for Filesystem {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(self.0.run(api))
+    }
 }
 
 /// The load generator as a service (crates/loadgen), which sees the core
@@ -71,7 +74,7 @@ static CLUSTER: std::sync::OnceLock<cumulo_queue_jetstream::Connect> = std::sync
 
 /// Keeps the core's `[cluster]` section (and this node's name) for the
 /// internal services that use the cloud's NATS. Called once, at start.
-pub fn set_cluster(c: &crate::cluster::config::ClusterConfig, node: &str) {
+pub fn set_cluster(c: &cumulo_config::cluster::ClusterConfig, node: &str) {
     let _ = CLUSTER.set(cumulo_queue_jetstream::Connect {
         servers: c.servers.clone(),
         cloud: c.name.clone(),
@@ -91,7 +94,7 @@ pub fn set_cluster(c: &crate::cluster::config::ClusterConfig, node: &str) {
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
-        "filesystem" => Ok(Box::new(filesystem::Filesystem::from_settings(settings)?)),
+        "filesystem" => Ok(Box::new(Filesystem(cumulo_filesystem::Filesystem::from_settings(settings)?))),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
         "request_rate" => Ok(Box::new(RequestRate(cumulo_loadgen::RequestRate::from_settings(settings)?))),
         "queue" if settings::is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(

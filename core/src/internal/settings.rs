@@ -3,26 +3,34 @@
 //! config file and the admin API are checked against.
 //!
 //! A leaf of the core's layering (docs/ARCHITECTURE.md): it and the settings
-//! modules it calls know no `InternalApi` and no core state, so `config`
-//! can check a file without depending on the layers above it.
+//! modules it calls know no `InternalApi` and no core state. The config
+//! crate, below every service, is handed these checks as [`CATALOGUE`].
+
+/// The catalogue as the config checks a file or an admin API call with.
+pub const CATALOGUE: cumulo_config::Catalogue =
+    cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
 
 /// Names accepted in `internal = "..."`.
 pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate"];
-
-pub fn is_known(name: &str) -> bool {
-    KNOWN.contains(&name)
-}
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
         "echo" => echo_pattern(settings).map(drop),
-        "filesystem" => super::filesystem::settings::Settings::from_settings(settings).map(drop),
+        "filesystem" => cumulo_filesystem::check_settings(settings),
         "http" => super::http::settings::check(settings),
         "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),
         "queue" => cumulo_queue::check_settings(settings),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
+}
+
+/// A queue on JetStream keeps its requests on the cloud's NATS.
+fn needs_cluster(name: &str, settings: &toml::Table) -> Option<&'static str> {
+    (name == "queue" && is_jetstream_queue(settings)).then_some(
+        "is a queue with backend = \"jetstream\", a stream on the cloud's NATS: add a [cluster] section with \
+         servers (or use backend = \"file\")",
+    )
 }
 
 /// Whether a queue's settings choose the JetStream backend.
@@ -41,4 +49,37 @@ pub fn echo_pattern(settings: &toml::Table) -> Result<String, String> {
         return Err(format!("echo: unknown setting '{k}' (known: pattern)"));
     }
     Ok(pattern)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CATALOGUE;
+    use cumulo_config::Config;
+
+    fn parse(text: &str) -> Result<Config, cumulo_config::ConfigError> {
+        Config::parse(text, "test.toml", "/etc/cumulo".into(), &CATALOGUE)
+    }
+
+    #[test]
+    fn the_config_checks_each_internal_service_with_its_own_settings_check() {
+        let cases = [
+            ("internal = \"nosuch\"", "service[0] (/s/).internal", "unknown internal service 'nosuch' (known: echo,"),
+            ("internal = \"echo\"\nsettings = { colour = 1 }", "service[0] (/s/).settings", "echo: unknown setting"),
+            ("internal = \"http\"\nsettings = { port = \"x\" }", "service[0] (/s/).settings", "port"),
+            (
+                "internal = \"queue\"\nsettings = { dir = \"q\", sync = \"sometimes\" }",
+                "service[0] (/s/).settings",
+                "sync",
+            ),
+            ("internal = \"request_rate\"\nsettings = { rate = -1 }", "service[0] (/s/).settings", "rate"),
+            ("internal = \"queue\"\nsettings = { backend = \"jetstream\" }", "cluster.servers", "add a [cluster]"),
+        ];
+        for (service, field, reason) in cases {
+            let e = parse(&format!("[[service]]\nprefix = \"/s/\"\n{service}")).unwrap_err();
+            assert_eq!(e.field, field, "{service}: {e}");
+            assert!(e.reason.contains(reason), "{service}: {e}");
+        }
+        let ok = "[[service]]\nprefix = \"/s/\"\ninternal = \"echo\"\nsettings = { pattern = \"x/*\" }";
+        assert!(parse(ok).is_ok());
+    }
 }

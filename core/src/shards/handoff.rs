@@ -16,12 +16,12 @@
 //! made, so a retirement never overtakes the adoption it concerns.
 
 use super::{Envelope, Message};
-use crate::config::ServiceOptions;
 use crate::instance::{Endpoint, Identity, Origin, ServiceId};
 use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
 use crate::state::{Core, Shared};
 use ahash::AHashMap;
+use cumulo_config::ServiceOptions;
 use std::rc::Rc;
 use tokio::sync::{mpsc, Notify};
 

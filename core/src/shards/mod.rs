@@ -39,10 +39,10 @@ pub mod report;
 pub mod thread;
 pub mod turns;
 
-use crate::config::{DestRefresh, ServiceOptions};
 use crate::instance::{Endpoint, Outbox};
 use crate::registry::InstanceId;
 use crate::state::{Core, ShardIndex, Shared};
+use cumulo_config::{DestRefresh, ServiceOptions};
 use cumulo_proto::Frame;
 use std::rc::Rc;
 use std::sync::Arc;

@@ -5,9 +5,9 @@
 //! one shard on a thread of its own.
 
 use super::*;
-use crate::config::ServiceOptions;
 use crate::fuzzing::small_limits;
 use crate::instance::Endpoint;
+use cumulo_config::ServiceOptions;
 use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
 use std::cell::RefCell;
 use std::time::Duration;

@@ -7,11 +7,11 @@
 //! the other shards after their HELLO (`handoff`).
 
 use super::{Ends, GatewayOrder};
-use crate::config::Config;
 use crate::internal::InternalApi;
 use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
 use crate::state::{Core, Shared};
+use cumulo_config::Config;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -3,8 +3,8 @@
 
 use super::process::KILL_GRACE;
 use super::{ProcState, SlotState, StopReason, Supervisor};
-use crate::config::ServiceConfig;
 use crate::instance::ServiceId;
+use cumulo_config::ServiceConfig;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ pub struct ServiceChanges {
     pub timeout_terminate: Option<u32>,
     pub queue_limit: Option<u32>,
     pub queue_size: Option<u32>,
-    pub dest_refresh: Option<crate::config::DestRefresh>,
+    pub dest_refresh: Option<cumulo_config::DestRefresh>,
     pub max_r: Option<u32>,
     pub max_t: Option<u32>,
     pub restart_delay: Option<u32>,
@@ -183,8 +183,12 @@ impl Supervisor {
         let old = svc.config().clone();
         let mut new = old.clone();
         changes.apply(&mut new);
-        crate::config::validate_service(&format!("service {id} ({})", svc.prefix), &new)
-            .map_err(|(field, reason)| OpError::Invalid { field, reason })?;
+        cumulo_config::validate_service(
+            &format!("service {id} ({})", svc.prefix),
+            &new,
+            &crate::internal::settings::CATALOGUE,
+        )
+        .map_err(|(field, reason)| OpError::Invalid { field, reason })?;
         if new.count_process > old.count_process {
             let busy: Vec<u32> = svc
                 .slots

@@ -4,10 +4,10 @@
 //! its output and how it ended.
 
 use super::{ProcState, Service, Slot, StopReason, Supervisor};
-use crate::config::{Protocol, ServiceConfig};
 use crate::instance::ServiceId;
 use crate::metrics::bump;
 use crate::state::ProcessSlot;
+use cumulo_config::{Protocol, ServiceConfig};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::rc::Rc;

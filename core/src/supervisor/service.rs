@@ -1,10 +1,10 @@
 //! The services and process slots the supervisor runs, as the admin API
 //! sees them: their state, their processes, their instances.
 
-use crate::config::{ServiceConfig, ServiceOptions};
 use crate::instance::ServiceId;
 use crate::metrics::ServiceMetrics;
 use crate::registry::InstanceId;
+use cumulo_config::{ServiceConfig, ServiceOptions};
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;

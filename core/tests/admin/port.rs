@@ -94,7 +94,7 @@ fn the_default_admin_port_in_use_only_turns_the_admin_api_off() {
     let (held, ip) = (2..=40)
         .find_map(|last| {
             let ip = format!("127.0.0.{last}");
-            TcpListener::bind((ip.as_str(), cumulo_core::config::DEFAULT_ADMIN_PORT)).ok().map(|l| (l, ip))
+            TcpListener::bind((ip.as_str(), cumulo_config::DEFAULT_ADMIN_PORT)).ok().map(|l| (l, ip))
         })
         .expect("no loopback address with port 7311 free");
     let config = config(&dir, &format!("address = \"{ip}\""));

@@ -65,6 +65,10 @@ pub trait ServiceApi {
     fn mcast_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> Vec<TransId>;
     /// Hands `req` on to `name`; whoever serves it answers the sender.
     fn forward(&self, req: &Self::Request, name: &str, info: &[u8], body: &[u8], o: SendOptions);
+    /// Whether the sender of `req` is a gateway of this process that takes
+    /// an open file by handle instead of its bytes (the filesystem service
+    /// streams large files so). A forward keeps the sender.
+    fn sender_takes_file_handles(&self, req: &Self::Request) -> bool;
     /// Publishes this instance's state to the admin API, `/metrics` and the
     /// dashboard until the instance stops.
     fn report(&self, report: Rc<dyn Report>);

@@ -89,7 +89,7 @@ impl Gateway {
 
     /// `remote` is the client's `ip:port`, formatted once per connection.
     /// `deadlines` tells when the request is past its answer time (the
-    /// connection's timer, deadlines.rs).
+    /// connection's timer, deadlines/).
     pub async fn handle(&self, req: Request<Incoming>, remote: &Rc<str>, deadlines: &Deadlines) -> HttpResponse {
         if let Some(ws) = &self.websockets {
             if let Some(path) = ws.accepts(&req) {

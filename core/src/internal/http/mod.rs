@@ -10,6 +10,7 @@
 
 mod access_log;
 mod deadlines;
+mod file_body;
 mod framing;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -9,7 +9,7 @@
 //! read ahead) and dropped. The bytes that wake a parked connection are
 //! handed to the next hyper connection first (`Rewind`).
 //!
-//! A connection is parked only when hyper is between requests (deadlines.rs
+//! A connection is parked only when hyper is between requests (deadlines/
 //! `Event::Idle`: a request was served, its response is written, nothing
 //! is being served), and at most once per request served, so a head that
 //! arrives in pieces is parsed by one hyper connection, not once per piece.

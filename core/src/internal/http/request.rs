@@ -19,7 +19,7 @@ pub fn takes_query(method: &Method) -> bool {
 /// The request_info of a service request: the passed headers (lower-case
 /// names, as HTTP/1 gives them to hyper), then the gateway's own keys;
 /// nothing else (whether a file may be streamed back is known from the
-/// sender, internal/filesystem/stream.rs).
+/// sender, crates/filesystem/src/stream.rs).
 /// `traceparent` is a header like any other and passes unchanged.
 /// `remote` is the client's `ip:port`, formatted once per connection.
 pub fn request_info(parts: &Parts, remote: &str, filter: &HeaderFilter) -> Vec<u8> {

@@ -3,9 +3,10 @@
 //! body. An error status of the request becomes an HTTP error with a
 //! plain-text body that says what happened and to which name.
 
+use super::file_body::FileBody;
 use crate::instance::Response;
-use crate::internal::file_stream::{self, FileBody, Part};
 use bytes::Bytes;
+use cumulo_filesystem::stream::{self as file_stream, Part};
 use cumulo_proto::{info, Status};
 use http_body_util::{Either, Full};
 use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
@@ -13,7 +14,7 @@ use hyper::StatusCode;
 
 /// The bytes of an answer (or of the filesystem service's cache, handed
 /// over uncopied), or an open file streamed in chunks (its large files):
-/// internal/filesystem/stream.rs.
+/// crates/filesystem/src/stream.rs.
 pub type HttpBody = Either<Full<Bytes>, FileBody>;
 pub type HttpResponse = hyper::Response<HttpBody>;
 

@@ -103,7 +103,7 @@ fn open_count(addr: Option<SocketAddr>) -> Arc<AtomicUsize> {
 pub(super) fn builder(s: &Settings) -> http1::Builder {
     let mut b = http1::Builder::new();
     b.timer(TokioTimer::new())
-        // The head timeout is the connection's own (deadlines.rs): hyper's
+        // The head timeout is the connection's own (deadlines/): hyper's
         // would arm a timer per request.
         .header_read_timeout(None)
         // Without it hyper reads the socket during every call to notice a
@@ -143,9 +143,9 @@ fn refuse(stream: TcpStream, gateway: &Gateway) {
 pub(super) struct Connection {
     pub gateway: Rc<Gateway>,
     pub http: http1::Builder,
-    /// What the framing watch refuses (framing.rs).
+    /// What the framing watch refuses (framing/).
     pub framing: Limits,
-    /// The head and answer deadlines (deadlines.rs).
+    /// The head and answer deadlines (deadlines/).
     pub timeouts: Timeouts,
     /// Open connections, decremented when this one is dropped.
     pub open: Arc<AtomicUsize>,
@@ -174,7 +174,7 @@ impl Connection {
             }
         });
         let mut io = Rewind::new(Watched::new(Stamped::new(stream, watch.clone()), self.framing));
-        // The connection's one timer (deadlines.rs), for its whole life.
+        // The connection's one timer (deadlines/), for its whole life.
         let sleep = watch.timer();
         tokio::pin!(sleep);
         let expired =

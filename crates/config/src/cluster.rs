@@ -109,6 +109,15 @@ impl ClusterConfig {
     }
 }
 
+/// Whether `s` is a NATS server address as the NATS client takes it: a
+/// URL with the scheme `nats`, `tls`, `ws` or `wss` (`nats://` when none is
+/// given). Checked here with the URL parser the client uses, so the config
+/// does not depend on the client; the core's tests check both agree.
+pub fn is_server_address(s: &str) -> bool {
+    let with_scheme = if s.contains("://") { s.to_string() } else { format!("nats://{s}") };
+    url::Url::parse(&with_scheme).is_ok_and(|u| ["nats", "tls", "ws", "wss"].contains(&u.scheme()))
+}
+
 /// Checks the section; errors name the field ("cluster.servers").
 pub fn validate(c: &ClusterConfig) -> Result<(), (String, String)> {
     let err = |f: &str, r: String| Err((format!("cluster.{f}"), r));
@@ -134,7 +143,7 @@ pub fn validate(c: &ClusterConfig) -> Result<(), (String, String)> {
         return err("servers", "give one or more NATS servers, e.g. [\"nats://127.0.0.1:4222\"]".into());
     }
     for s in &c.servers {
-        if s.parse::<async_nats::ServerAddr>().is_err() {
+        if !is_server_address(s) {
             return err("servers", format!("'{s}' is not a NATS server address (nats://host:port)"));
         }
     }

@@ -13,25 +13,42 @@
 //! only up to `max_answer` bytes (a larger file is asked for by range).
 //! Settings: docs/CONFIG.md.
 
+//!
+//! It reaches the core through the service API only (`cumulo-service`).
+//! What it leaves for a gateway of its process is in [`stream`], the one
+//! module the gateway uses.
+
 mod answer;
 mod cache;
-pub mod lookup;
+mod lookup;
+// The name and Range parsers are public only to the fuzz targets.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod path;
+#[cfg(not(feature = "fuzzing"))]
+mod path;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod range;
-pub(super) mod settings;
+#[cfg(not(feature = "fuzzing"))]
+mod range;
+mod settings;
 pub mod stream;
 
-use super::{InternalApi, InternalService};
-use crate::instance::OwnedRequest;
 use answer::{Conditions, Reply};
 use cache::{Cache, Entry};
+use cumulo_service::{Request, ServiceApi};
 use lookup::Found;
 use settings::Settings;
 use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Instant;
+
+/// Checks `filesystem`'s settings without creating it (what a config file
+/// and the admin API are checked against).
+pub fn check_settings(table: &toml::Table) -> Result<(), String> {
+    Settings::from_settings(table).map(drop)
+}
 
 pub struct Filesystem {
     settings: Settings,
@@ -43,43 +60,42 @@ impl Filesystem {
     }
 }
 
-impl InternalService for Filesystem {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(async move {
-            if let Err((_, why)) = api.subscribe("*") {
-                return tracing::error!("filesystem: cannot subscribe '{}*': {why}", api.prefix);
-            }
-            tracing::info!("filesystem: serving {} as {}", self.settings.directory.display(), api.prefix);
-            let cache = RefCell::new(Cache::new(self.settings.cache_size, self.settings.refresh));
-            let server = Rc::new(Server { api, settings: self.settings, cache });
-            while let Some(req) = server.api.next_request().await {
-                // Requests wait on the disk concurrently, up to the window.
-                let server = server.clone();
-                tokio::task::spawn_local(async move { server.answer(req).await });
-            }
-        })
+impl Filesystem {
+    /// Runs one instance until the core stops it.
+    pub async fn run<A: ServiceApi + 'static>(self, api: A) {
+        if let Err(e) = api.subscribe("*") {
+            return tracing::error!("filesystem: cannot subscribe '{}*': {}", api.prefix(), e.why());
+        }
+        tracing::info!("filesystem: serving {} as {}", self.settings.directory.display(), api.prefix());
+        let cache = RefCell::new(Cache::new(self.settings.cache_size, self.settings.refresh));
+        let server = Rc::new(Server { api, settings: self.settings, cache });
+        while let Some(req) = server.api.next_request().await {
+            // Requests wait on the disk concurrently, up to the window.
+            let server = server.clone();
+            tokio::task::spawn_local(async move { server.answer(req).await });
+        }
     }
 }
 
-struct Server {
-    api: InternalApi,
+struct Server<A> {
+    api: A,
     settings: Settings,
     cache: RefCell<Cache>,
 }
 
 /// What is served, once found.
-pub enum Source {
+enum Source {
     Memory(Rc<Entry>),
     Disk { entry: Rc<Entry>, file: std::fs::File },
 }
 
-impl Server {
-    async fn answer(&self, req: OwnedRequest) -> () {
-        let reply = match path::parse(&req.name, &self.api.prefix) {
+impl<A: ServiceApi> Server<A> {
+    async fn answer(&self, req: A::Request) {
+        let reply = match path::parse(req.name(), self.api.prefix()) {
             Err(refusal) => Reply::refusal(&refusal),
             Ok(target) => {
-                let mut conditions = Conditions::from_info(&req.request_info);
-                conditions.can_stream = self.api.takes_file_handles(req.sender);
+                let mut conditions = Conditions::from_info(req.request_info());
+                conditions.can_stream = self.api.sender_takes_file_handles(&req);
                 match self.find(&target).await {
                     Err(refusal) => Reply::refusal(&refusal),
                     Ok(source) => answer::reply(source, target.method, &conditions, &self.settings).await,

@@ -1,7 +1,27 @@
 use super::*;
 
+/// A catalogue of two internal services: `echo`, whose one setting is
+/// `pattern`, and `queue`, which needs a `[cluster]` section when its
+/// settings say `backend = "jetstream"` (the binary's catalogue is tested
+/// with the core: internal::settings).
+const CATALOGUE: Catalogue = Catalogue {
+    known: &["echo", "queue"],
+    check: |name, settings| match settings.keys().find(|k| !(name == "echo" && *k == "pattern") && *k != "backend") {
+        Some(k) => Err(format!("{name}: unknown setting '{k}'")),
+        None => Ok(()),
+    },
+    needs_cluster: |name, settings| {
+        (name == "queue" && settings.get("backend").and_then(|v| v.as_str()) == Some("jetstream"))
+            .then_some("is a queue on JetStream: add a [cluster] section")
+    },
+};
+
 fn parse(text: &str) -> Result<Config, ConfigError> {
-    Config::parse(text, "test.toml", PathBuf::from("/etc/cumulo"))
+    Config::parse(text, "test.toml", PathBuf::from("/etc/cumulo"), &CATALOGUE)
+}
+
+fn services_from_json(body: &[u8]) -> Result<Vec<ServiceConfig>, (String, String)> {
+    super::services_from_json(body, &CATALOGUE)
 }
 
 #[test]
@@ -192,7 +212,7 @@ fn config_md_documents_every_key_and_names_no_other() {
 /// Keys written as `table.key` anywhere in the docs (`core.max_frame`) exist.
 #[test]
 fn keys_named_in_the_docs_exist() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -241,7 +261,7 @@ fn cluster_section_defaults_and_names() {
     assert_eq!(c.servers.len(), 2);
     // the default node name: host name, ':' and the admin port, a valid subject token
     let name = c.node_name(7311);
-    assert!(name.ends_with(":7311") && crate::cluster::config::valid_name(&name), "{name}");
+    assert!(name.ends_with(":7311") && cluster::valid_name(&name), "{name}");
     let cfg = parse("[cluster]\nnode = \"b\"\nservers = [\"nats://h:1\"]\nname = \"prod\"\ncreds_file = \"n.creds\"\n")
         .unwrap();
     let c = cfg.cluster.unwrap();
@@ -312,4 +332,15 @@ fn node_aware_dest_refresh_values_parse() {
     ] {
         parse(&format!("[core.unmanaged]\ndest_refresh = \"{v}\"")).unwrap_or_else(|e| panic!("{v}: {e}"));
     }
+}
+
+#[test]
+fn a_service_that_needs_a_cluster_is_refused_without_one() {
+    let text = "[[service]]\nprefix = \"/q/\"\ninternal = \"queue\"\nsettings = { backend = \"jetstream\" }";
+    let e = parse(text).unwrap_err();
+    assert_eq!(e.field, "cluster.servers");
+    assert!(e.reason.starts_with("service[0] (/q/) is a queue on JetStream"), "{e}");
+    let with = format!("{text}\n[cluster]\nservers = [\"nats://127.0.0.1:4222\"]");
+    assert!(parse(&with).is_ok());
+    assert!(parse("[[service]]\nprefix = \"/q/\"\ninternal = \"queue\"").is_ok());
 }

@@ -14,9 +14,9 @@ use crate::metrics::DURATION_BOUNDS_US;
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
-const PAGE: &str = include_str!("dashboard/index.html");
-const SCRIPT: &str = include_str!("dashboard/app.js");
-const STYLE: &str = include_str!("dashboard/app.css");
+const PAGE: &str = include_str!("index.html");
+const SCRIPT: &str = include_str!("app.js");
+const STYLE: &str = include_str!("app.css");
 
 pub fn page() -> Response<Body> {
     asset("text/html; charset=utf-8", PAGE)

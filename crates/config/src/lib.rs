@@ -4,9 +4,27 @@
 //! fully commented example. Invalid files are refused with the file, the field
 //! and the reason.
 
+pub mod cluster;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// What the config knows of the internal services: the binary's catalogue,
+/// handed in by whoever loads a file (the services are crates above this
+/// one, so it cannot name them). A file or an admin API call naming an
+/// internal service is checked against it at once: a bad setting refuses
+/// the file, it does not stop a running core.
+pub struct Catalogue {
+    /// Names accepted in `internal = "..."`.
+    pub known: &'static [&'static str],
+    /// Checks the settings of the internal service `name` (one of `known`).
+    pub check: fn(name: &str, settings: &toml::Table) -> Result<(), String>,
+    /// Why this service needs a `[cluster]` section, if it does (a queue on
+    /// JetStream keeps its requests on the cloud's NATS), said after its
+    /// name: "is a queue with backend = ...: add a [cluster] section ...".
+    pub needs_cluster: fn(name: &str, settings: &toml::Table) -> Option<&'static str>,
+}
 
 /// Default limit on a frame, bytes (see `cumulo_proto::DEFAULT_MAX_FRAME`).
 pub const DEFAULT_MAX_FRAME: u32 = cumulo_proto::DEFAULT_MAX_FRAME;
@@ -144,7 +162,7 @@ pub struct CoreConfig {
     pub allow_unmanaged: bool,
     /// Options applied to unmanaged instances (tools, tests, benchmarks).
     pub unmanaged: ServiceOptions,
-    /// Threads the core routes on (shards, `crate::shards`): 1 is a single
+    /// Threads the core routes on (shards): 1 is a single
     /// event loop; the default is one per CPU.
     pub threads: u32,
     /// With more than one thread, hand each managed service connection to
@@ -425,7 +443,7 @@ pub struct Config {
     pub services: Vec<ServiceConfig>,
     /// Nodes of one cloud over NATS (docs/CLUSTER.md); none: a single node.
     #[serde(default)]
-    pub cluster: Option<crate::cluster::config::ClusterConfig>,
+    pub cluster: Option<cluster::ClusterConfig>,
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -451,7 +469,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub fn load(path: &Path, catalogue: &Catalogue) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             file: file.clone(),
@@ -462,10 +480,10 @@ impl Config {
         // another working directory.
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let base = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
-        Config::parse(&text, &file, base)
+        Config::parse(&text, &file, base, catalogue)
     }
 
-    pub fn parse(text: &str, file: &str, base_dir: PathBuf) -> Result<Config, ConfigError> {
+    pub fn parse(text: &str, file: &str, base_dir: PathBuf, catalogue: &Catalogue) -> Result<Config, ConfigError> {
         let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
             file: file.to_string(),
             field: String::new(),
@@ -475,11 +493,11 @@ impl Config {
         if let Some(c) = &mut cfg.cluster {
             c.resolve_paths(&cfg.base_dir);
         }
-        cfg.validate().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
+        cfg.validate(catalogue).map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
         Ok(cfg)
     }
 
-    fn validate(&self) -> Result<(), (String, String)> {
+    fn validate(&self, catalogue: &Catalogue) -> Result<(), (String, String)> {
         let c = &self.core;
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         if c.max_frame < 1024 {
@@ -521,23 +539,13 @@ impl Config {
         validate_options("core.unmanaged", &c.unmanaged)?;
         validate_admin(&self.admin)?;
         if let Some(cluster) = &self.cluster {
-            crate::cluster::config::validate(cluster)?;
+            cluster::validate(cluster)?;
         }
         for (i, s) in self.services.iter().enumerate() {
-            validate_service(&format!("service[{i}] ({})", s.prefix), s)?;
-            // A queue on JetStream keeps its requests on the cloud's NATS.
-            if self.cluster.is_none()
-                && s.internal.as_deref() == Some("queue")
-                && crate::internal::settings::is_jetstream_queue(&s.settings)
-            {
-                return Err((
-                    "cluster.servers".into(),
-                    format!(
-                        "service[{i}] ({}) is a queue with backend = \"jetstream\", a stream on the cloud's NATS: \
-                         add a [cluster] section with servers (or use backend = \"file\")",
-                        s.prefix
-                    ),
-                ));
+            validate_service(&format!("service[{i}] ({})", s.prefix), s, catalogue)?;
+            let needs = s.internal.as_deref().and_then(|name| (catalogue.needs_cluster)(name, &s.settings));
+            if let (None, Some(why)) = (&self.cluster, needs) {
+                return Err(("cluster.servers".into(), format!("service[{i}] ({}) {why}", s.prefix)));
             }
         }
         Ok(())
@@ -564,7 +572,7 @@ impl Config {
 /// Services given as JSON (the body of `POST /v1/services`): one object or a
 /// list of them, each with the keys of a `[[service]]` table, checked exactly
 /// as the config file's are. Errors name the field ("service[1] (/a/).max_t").
-pub fn services_from_json(body: &[u8]) -> Result<Vec<ServiceConfig>, (String, String)> {
+pub fn services_from_json(body: &[u8], catalogue: &Catalogue) -> Result<Vec<ServiceConfig>, (String, String)> {
     use serde_json::Value;
     let v: Value = serde_json::from_slice(body).map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
     let items = match v {
@@ -578,7 +586,7 @@ pub fn services_from_json(body: &[u8]) -> Result<Vec<ServiceConfig>, (String, St
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let s: ServiceConfig = serde_json::from_value(item).map_err(|e| (format!("service[{i}]"), e.to_string()))?;
-        validate_service(&format!("service[{i}] ({})", s.prefix), &s)?;
+        validate_service(&format!("service[{i}] ({})", s.prefix), &s, catalogue)?;
         out.push(s);
     }
     Ok(out)
@@ -586,7 +594,7 @@ pub fn services_from_json(body: &[u8]) -> Result<Vec<ServiceConfig>, (String, St
 
 /// Checks one service as the config file and the admin API both do; `at`
 /// names it in errors ("service[2] (/a/)").
-pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, String)> {
+pub fn validate_service(at: &str, s: &ServiceConfig, catalogue: &Catalogue) -> Result<(), (String, String)> {
     let at_field = |f: &str| format!("{at}.{f}");
     if !s.prefix.starts_with('/') || !s.prefix.ends_with('/') {
         return Err((at_field("prefix"), "must start and end with '/'".into()));
@@ -600,17 +608,15 @@ pub fn validate_service(at: &str, s: &ServiceConfig) -> Result<(), (String, Stri
             return Err((at_field("path"), "give path (a program) or internal (a built-in service)".into()))
         }
         (Some(p), None) if p.is_empty() => return Err((at_field("path"), "must not be empty".into())),
-        (None, Some(name)) if !crate::internal::settings::is_known(name) => {
+        (None, Some(name)) if !catalogue.known.contains(&name.as_str()) => {
             return Err((
                 at_field("internal"),
-                format!("unknown internal service '{name}' (known: {})", crate::internal::settings::KNOWN.join(", ")),
+                format!("unknown internal service '{name}' (known: {})", catalogue.known.join(", ")),
             ))
         }
         // Settings are checked now, not when the service starts: a bad one
         // must refuse the file (or the API call), not stop a running core.
-        (None, Some(name)) => {
-            crate::internal::settings::check_settings(name, &s.settings).map_err(|why| (at_field("settings"), why))?
-        }
+        (None, Some(name)) => (catalogue.check)(name, &s.settings).map_err(|why| (at_field("settings"), why))?,
         _ => {}
     }
     if s.protocol == Protocol::Cloudi && s.internal.is_some() {
