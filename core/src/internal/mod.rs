@@ -28,44 +28,32 @@ pub trait InternalService {
     fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
 }
 
-/// The filesystem service (crates/filesystem), which sees the core only
-/// through the service API.
-struct Filesystem(cumulo_filesystem::Filesystem);
+/// The services that are crates of their own see the core only through the
+/// service API: each one's `run(api)` is generic over `ServiceApi`, which
+/// `InternalApi` implements. One adapter each makes it an `InternalService`.
+macro_rules! service_crates {
+    ($($(#[$doc:meta])* $name:ident($inner:ty);)*) => {$(
+        $(#[$doc])*
+        struct $name($inner);
 
-impl InternalService for Filesystem {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(self.0.run(api))
-    }
+        impl InternalService for $name {
+            fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
+                Box::pin(self.0.run(api))
+            }
+        }
+    )*};
 }
 
-/// The load generator as a service (crates/loadgen), which sees the core
-/// only through the service API.
-struct RequestRate(cumulo_loadgen::RequestRate);
-
-impl InternalService for RequestRate {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(self.0.run(api))
-    }
-}
-
-/// The durable queue (crates/queue), which sees the core only through the
-/// service API.
-struct Queue(cumulo_queue::Queue);
-
-impl InternalService for Queue {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(self.0.run(api))
-    }
-}
-
-/// The durable queue on JetStream (crates/queue-jetstream), on the cloud's
-/// NATS.
-struct JetStreamQueue(cumulo_queue_jetstream::JetStreamQueue);
-
-impl InternalService for JetStreamQueue {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(self.0.run(api))
-    }
+service_crates! {
+    /// The filesystem service (crates/filesystem).
+    Filesystem(cumulo_filesystem::Filesystem);
+    /// The load generator as a service (crates/loadgen).
+    RequestRate(cumulo_loadgen::RequestRate);
+    /// The durable queue (crates/queue).
+    Queue(cumulo_queue::Queue);
+    /// The durable queue on JetStream (crates/queue-jetstream), on the
+    /// cloud's NATS.
+    JetStreamQueue(cumulo_queue_jetstream::JetStreamQueue);
 }
 
 /// The `[cluster]` section as the JetStream queue takes it, set once when
