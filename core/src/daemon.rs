@@ -130,6 +130,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
             log: Rc::new(log),
             token: cfg.admin.token.clone(),
             shards: shards.clone(),
+            cluster: cluster.as_ref().map(|c| c.membership.clone()),
             started: started.0,
             started_at: started.1,
         };

@@ -27,23 +27,7 @@ pub mod filesystem {
 pub const HTTP_SESSION_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Limits small enough that a fuzzer reaches them.
-pub fn small_limits() -> Limits {
-    Limits {
-        node_id: 1,
-        max_frame: 64 * 1024,
-        max_outbox: 1024 * 1024,
-        max_parked: 64,
-        max_queued_bytes: 1024 * 1024,
-        max_sender_queued_bytes: 512 * 1024,
-        names: cumulo_pattern::NameLimits { max_name: 256, max_pattern: 256, max_wildcards: 8 },
-        max_subscriptions: 64,
-        hello_timeout: Duration::from_secs(10),
-        keepalive: Duration::from_secs(5),
-        max_connections: 16,
-        allow_unmanaged: true,
-        spread_instances: true,
-    }
-}
+pub use cumulo_router::test_util::small_limits;
 
 /// Runs `f` on a fresh current-thread runtime with a paused clock, inside a
 /// `LocalSet`. The paused clock needs tokio's `test-util`, which the
@@ -298,5 +282,45 @@ mod tests {
         assert_eq!(cumulo_proto::info::get(&m.request_info, b"x-a"), Some(&b"1"[..]));
         let (status, headers) = http::map_response(0, b"status\x00201\x00x-b\x002\x00", b"");
         assert_eq!((status, headers), (201, vec![("x-b".to_string(), b"2".to_vec())]));
+    }
+}
+
+/// The router's timer table, through the whole core.
+#[cfg(test)]
+mod timers {
+    use cumulo_proto::TransId;
+    use cumulo_router::timeouts::SLACK;
+    use std::time::Duration;
+
+    /// Through the core: 20,000 answered requests leave at most
+    /// `2 x in flight + SLACK` entries behind (the sweep runs), and a
+    /// request after them still times out.
+    #[test]
+    fn answered_requests_leave_a_bounded_table_behind() {
+        use super::{run, small_limits, socket_session, start_core};
+        use cumulo_proto::{kind, Send};
+        let (left, in_flight, timeouts) = run(async {
+            let core = start_core(small_limits()).await;
+            let mut input = Vec::new();
+            let hello = cumulo_proto::Hello { version: 1, window: 1, thread_index: 0, token: "", prefix: "/t/" };
+            cumulo_proto::encode_hello(&mut input, &hello);
+            let frame = |input: &mut Vec<u8>, n: u64, name: &str, timeout: u32, flags: u8| {
+                let trans_id = TransId::new(n, 1, 2);
+                let s = Send { trans_id, timeout, priority: 0, flags, name, request_info: b"", request: b"x" };
+                cumulo_proto::encode_send(input, kind::SEND_ASYNC, &s);
+            };
+            for n in 1..=20_000 {
+                frame(&mut input, n, "/echo/x", 60_000, 0);
+            }
+            // Waits for a subscriber that never comes: times out at 500 ms.
+            frame(&mut input, 20_001, "/nobody/x", 500, cumulo_proto::SEND_WAIT_FOR_SERVICE);
+            let out = socket_session(&core, &input, 600, Duration::from_millis(800)).await;
+            let c = core.borrow();
+            (c.timers.len(), c.inflight.len(), (c.stats.responses, c.stats.timeouts, out.len()))
+        });
+        let (answered, timed_out, _) = timeouts;
+        assert!(answered >= 20_000, "every echo answered: {timeouts:?}");
+        assert_eq!(timed_out, 1, "the waiting request timed out");
+        assert!(left <= 2 * in_flight + SLACK, "{left} entries left for {in_flight} requests in flight");
     }
 }

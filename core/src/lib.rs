@@ -20,24 +20,18 @@
 
 pub mod admin;
 pub mod cli;
-pub mod close_reason;
 pub mod cloudi;
 pub mod cluster;
 
+/// The router (crates/router): the hot path, under the names its modules
+/// had when they were the core's.
+pub use cumulo_router::{close_reason, frames, held, instance, metrics, queue, registry, routing, state, timeouts};
+
 pub mod daemon;
-pub mod frames;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod held;
-pub mod instance;
 pub mod internal;
 pub mod listener;
-pub mod metrics;
-pub mod queue;
-pub mod registry;
-pub mod routing;
 pub mod shards;
-pub mod state;
 pub mod supervisor;
-pub mod timeouts;

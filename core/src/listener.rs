@@ -463,7 +463,7 @@ fn admit(
     let mut c = core.borrow_mut();
     let a = c
         .admit_on_a_shard(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone()), movable)
-        .map_err(|(status, msg)| Some(Refusal::new(status, msg)))?;
+        .map_err(|e| Some(Refusal::new(e.status, e.why)))?;
     if a.shard != c.shard.index {
         return Ok(a); // its WELCOME is written by the shard that serves it
     }
@@ -547,7 +547,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     Ok(f) => f,
                     Err(e) => return protocol_error(&mut c, outbox, e),
                 };
-                if let Err((status, msg)) = c.handle_frame(id, frame) {
+                if let Err(cumulo_router::RouteError { status, why: msg }) = c.handle_frame(id, frame) {
                     c.stats.protocol_errors += 1;
                     outbox.push(|b| crate::frames::error(b, status, &msg));
                     outbox.close();

@@ -59,6 +59,8 @@ pub struct AdminContext {
     pub token: Option<String>,
     /// The other shards (`core.threads` > 1), whose counters the views add.
     pub shards: Option<Rc<crate::shards::Links>>,
+    /// The other nodes of the cloud, when `[cluster]` is configured.
+    pub cluster: Option<Rc<std::cell::RefCell<crate::cluster::Membership>>>,
     pub started: Instant,
     pub started_at: SystemTime,
 }

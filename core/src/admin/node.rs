@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 pub fn nodes(ctx: &AdminContext) -> Answer {
     let core = ctx.core.borrow();
     let node_id = core.limits.node_id;
-    let cluster = core.cluster.as_ref().map(|c| c.borrow());
+    let cluster = ctx.cluster.as_ref().map(|c| c.borrow());
     let mut nodes = vec![json!({
         "id": node_id,
         "name": cluster.as_ref().map(|c| c.me.to_string()),

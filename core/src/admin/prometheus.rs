@@ -102,11 +102,11 @@ pub async fn render(ctx: &AdminContext) -> String {
         p.histogram_counts("cumulo_request_duration_seconds", &s.labels(), &s.metrics.duration);
     }
 
-    if let Some(cluster) = &core.cluster {
-        super::super::cluster::metrics::render(&mut p, &core, &cluster.borrow());
+    if let Some(cluster) = &ctx.cluster {
+        crate::cluster::metrics::render(&mut p, &core, &cluster.borrow());
     }
 
-    core.websockets.render(&mut p);
+    crate::internal::websocket_table().render(&mut p);
 
     let st = &reports.stats();
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {

@@ -6,18 +6,18 @@ use super::AdminContext;
 use crate::internal::http_websocket::CloseReason;
 use hyper::StatusCode;
 
-pub fn list(ctx: &AdminContext) -> Answer {
-    Ok((StatusCode::OK, ctx.core.borrow().websockets.to_json()))
+pub fn list(_: &AdminContext) -> Answer {
+    Ok((StatusCode::OK, crate::internal::websocket_table().to_json()))
 }
 
 /// Asks the connection to close (code 1000, "closed by the operator"); it
 /// is gone from the list once its close frame is written.
-pub fn close(ctx: &AdminContext, id: Option<&str>) -> Answer {
+pub fn close(_: &AdminContext, id: Option<&str>) -> Answer {
     let id = id.unwrap_or_default();
     let not_found =
         || ApiError::not_found(format!("no open WebSocket connection with id '{id}' (see GET /v1/websockets)"));
     let n: u64 = id.parse().map_err(|_| not_found())?;
-    let table = ctx.core.borrow().websockets.clone();
+    let table = crate::internal::websocket_table();
     let entry = table.get(n).ok_or_else(not_found)?;
     entry.close(CloseReason::Admin);
     Ok((StatusCode::ACCEPTED, serde_json::json!({ "id": n, "name": entry.name, "closing": true })))

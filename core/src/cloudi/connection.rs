@@ -158,7 +158,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     };
     let (id, ids, label, timeout_async) = match admitted {
         Ok(v) => v,
-        Err((_, why)) => {
+        Err(cumulo_router::RouteError { why, .. }) => {
             tracing::warn!(service = %service, "refused a CloudI API thread {thread_index}: {why}");
             return;
         }
@@ -376,7 +376,7 @@ impl Adapter {
     /// One message from the API, as the frame a native SDK would send.
     fn api_message(&mut self, c: &mut crate::state::Core, m: ApiMessage) -> Result<(), String> {
         let id = self.id;
-        let handle = |c: &mut crate::state::Core, f: Frame| c.handle_frame(id, f).map_err(|(_, m)| m);
+        let handle = |c: &mut crate::state::Core, f: Frame| c.handle_frame(id, f).map_err(|e| e.why);
         match m {
             ApiMessage::Init => return Err("init sent twice".into()),
             ApiMessage::Polling => {

@@ -8,12 +8,12 @@
 //! - `etf`: the Erlang term decoder for what the APIs send;
 //! - `messages`: CloudI's messages, decoded (API → core) and encoded (core → API);
 //! - `connection`: one socket adapted to the core's operations;
-//! - `rules`: CloudI's routing rules for what its services send.
+//! - CloudI's routing rules for what its services send are the router's
+//!   (`cumulo_router::rules`).
 
 pub mod connection;
 pub mod etf;
 pub mod messages;
-pub mod rules;
 
 /// Bytes the APIs read per `recv` (`CLOUDI_API_INIT_BUFFER_SIZE`): CloudI's
 /// default buffer size.

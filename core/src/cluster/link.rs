@@ -89,7 +89,7 @@ pub async fn start(cfg: &ClusterConfig, me: String, core: Shared) -> anyhow::Res
     let client = options(cfg, &me, ev_tx).await?.connect(cfg.servers.clone()).await?;
     let ctl = client.subscribe(wire::control_subject(&cfg.name)).await?;
     let data = client.subscribe(wire::data_subject(&cfg.name, &me)).await?;
-    core.borrow_mut().cluster = Some(membership.clone());
+    core.borrow_mut().clustered = true;
     tracing::info!("cluster: node '{me}' of cloud '{}' over NATS {}", cfg.name, cfg.servers.join(", "));
     let task = Task {
         client: client.clone(),

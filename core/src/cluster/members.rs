@@ -316,7 +316,7 @@ pub fn sync_subscriptions(
     for (p, want) in wanted {
         let have = applied.entry(p.clone()).or_default();
         while *have < want {
-            if let Err((_, why)) = core.subscribe(id, &p) {
+            if let Err(cumulo_router::RouteError { why, .. }) = core.subscribe(id, &p) {
                 tracing::warn!("{peer}: pattern {p} not subscribed: {why}");
                 break;
             }

@@ -5,6 +5,7 @@ use crate::instance::{InternalInbox, OwnedRequest, Response};
 use crate::registry::InstanceId;
 use crate::state::Shared;
 use cumulo_proto::{Return, Send, Status, TransId, TransIdGen};
+use cumulo_router::RouteError;
 use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
@@ -36,7 +37,7 @@ impl InternalApi {
         process_index: u32,
         process_count: u32,
         thread_count: u32,
-    ) -> Result<InternalApi, (Status, String)> {
+    ) -> Result<InternalApi, RouteError> {
         let mut c = core.borrow_mut();
         let inbox = Rc::new(InternalInbox::new(c.limits.max_outbox));
         let id = c.admit_internal(prefix, options, metrics, inbox.clone(), service, process_index)?;
@@ -64,11 +65,13 @@ impl InternalApi {
     /// options and counters but outside any service: the HTTP gateway makes
     /// one per WebSocket connection, so that each connection is a name any
     /// service can send to.
-    pub fn open_sibling(&self, prefix: &str) -> Result<InternalApi, (Status, String)> {
+    pub fn open_sibling(&self, prefix: &str) -> Result<InternalApi, RouteError> {
         let (options, metrics) = {
             let c = self.core.borrow();
-            let me =
-                c.instances.get(&self.id).ok_or((Status::ShuttingDown, "the gateway's instance is gone".into()))?;
+            let me = c
+                .instances
+                .get(&self.id)
+                .ok_or_else(|| RouteError::new(Status::ShuttingDown, "the gateway's instance is gone"))?;
             (me.options.clone(), me.metrics.clone())
         };
         InternalApi::connect(&self.core, prefix, options, metrics, 0, self.process_index, 1, 1)
@@ -76,7 +79,7 @@ impl InternalApi {
 
     /// The core's table of open WebSocket connections.
     pub fn websocket_table(&self) -> Rc<crate::internal::WebSocketTable> {
-        self.core.borrow().websockets.clone()
+        crate::internal::websocket_table()
     }
 
     pub fn instance_id(&self) -> InstanceId {
@@ -102,11 +105,11 @@ impl InternalApi {
         self.core.borrow().limits.names.max_name
     }
 
-    pub fn subscribe(&self, pattern: &str) -> Result<(), (Status, String)> {
+    pub fn subscribe(&self, pattern: &str) -> Result<(), RouteError> {
         self.core().subscribe(self.id, pattern)
     }
 
-    pub fn unsubscribe(&self, pattern: &str) -> Result<(), (Status, String)> {
+    pub fn unsubscribe(&self, pattern: &str) -> Result<(), RouteError> {
         self.core().unsubscribe(self.id, pattern)
     }
 
@@ -240,27 +243,6 @@ impl Drop for InternalApi {
             c.reports.remove_owner(u64::from(self.id));
             c.remove_instance(self.id, "internal service stopped");
         }
-    }
-}
-
-impl cumulo_service::Request for OwnedRequest {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn request_info(&self) -> &[u8] {
-        &self.request_info
-    }
-    fn body(&self) -> &[u8] {
-        &self.request
-    }
-    fn priority(&self) -> i8 {
-        self.priority
-    }
-    fn trans_id(&self) -> TransId {
-        self.trans_id
-    }
-    fn remaining_ms(&self) -> u32 {
-        OwnedRequest::remaining_ms(self, std::time::Instant::now())
     }
 }
 

@@ -20,8 +20,8 @@ impl Echo {
 impl InternalService for Echo {
     fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
         Box::pin(async move {
-            if let Err((_, why)) = api.subscribe(&self.pattern) {
-                tracing::error!("echo: cannot subscribe '{}': {why}", self.pattern);
+            if let Err(e) = api.subscribe(&self.pattern) {
+                tracing::error!("echo: cannot subscribe '{}': {}", self.pattern, e.why);
                 return;
             }
             while let Some(req) = api.next_request().await {

@@ -20,6 +20,20 @@ pub use http::websocket::Table as WebSocketTable;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
+
+thread_local! {
+    /// The open WebSocket connections of this shard's HTTP gateways (the
+    /// admin API lists and closes them, `/metrics` counts them). A shard is
+    /// a thread with one core, so the table is the thread's: the router
+    /// never sees it.
+    static WEBSOCKETS: Rc<WebSocketTable> = Rc::default();
+}
+
+/// This shard's table of open WebSocket connections.
+pub fn websocket_table() -> Rc<WebSocketTable> {
+    WEBSOCKETS.with(Rc::clone)
+}
 
 /// A service built into the core. One value is created per instance
 /// (count_process x count_thread of them); `run` owns its instance's API

@@ -34,15 +34,18 @@
 //! - `tests`: requests, multicast and forwards across two shards.
 
 pub mod handoff;
-pub mod mirror;
 pub mod report;
 pub mod thread;
-pub mod turns;
+
+/// The router's side of shards: the subscriptions each other shard's
+/// instances hold, the shared round-robin cursors, and the flag bits that
+/// carry a sender's dest_refresh between shards.
+pub use cumulo_router::shards::{mirror, policy_bits, policy_of, turns, FLAGS_MASK};
 
 use crate::instance::{Endpoint, Outbox};
 use crate::registry::InstanceId;
 use crate::state::{Core, ShardIndex, Shared};
-use cumulo_config::{DestRefresh, ServiceOptions};
+use cumulo_config::ServiceOptions;
 use cumulo_proto::Frame;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -54,28 +57,6 @@ use tokio::sync::{mpsc, Notify};
 /// the others wait, and their frames gather in their pseudo-instances'
 /// outboxes, bounded by `core.max_outbox`.
 pub const INBOX_MESSAGES: usize = 1024;
-
-/// Between shards, the bits of a REQUEST's flags above the protocol's carry
-/// the sender's dest_refresh (its discriminant plus one, `DestRefresh::ALL`), so
-/// that the receiving shard picks among its instances as the sender asked
-/// (round robin stays one rotation whichever shard a request came from).
-/// The receiving shard takes them off: no instance sees them.
-const POLICY_SHIFT: u32 = 3;
-/// The flags' bits the protocol defines (proto/PROTOCOL.md, REQUEST.flags).
-pub const FLAGS_MASK: u8 = (1 << POLICY_SHIFT) - 1;
-
-/// The flag bits that carry `how` to another shard.
-pub fn policy_bits(how: DestRefresh) -> u8 {
-    (how as u8 + 1) << POLICY_SHIFT
-}
-
-/// The dest_refresh another shard's request carries, if any.
-pub fn policy_of(flags: u8) -> Option<DestRefresh> {
-    match flags >> POLICY_SHIFT {
-        0 => Option::None,
-        n => DestRefresh::ALL.get(n as usize - 1).copied(),
-    }
-}
 
 /// What one shard sends another.
 pub enum Message {
@@ -325,7 +306,7 @@ fn apply_changes(core: &mut Core, id: InstanceId, changes: &[mirror::Change], fr
         let mut done = 0i32;
         for _ in 0..change.delta.unsigned_abs() {
             let applied = if change.delta > 0 { core.subscribe(id, pattern) } else { core.unsubscribe(id, pattern) };
-            if let Err((_, why)) = applied {
+            if let Err(cumulo_router::RouteError { why, .. }) = applied {
                 tracing::warn!("shard {from}: pattern {pattern} not replicated: {why}");
                 break;
             }

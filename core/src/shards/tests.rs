@@ -7,7 +7,7 @@
 use super::*;
 use crate::fuzzing::small_limits;
 use crate::instance::Endpoint;
-use cumulo_config::ServiceOptions;
+use cumulo_config::{DestRefresh, ServiceOptions};
 use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
 use std::cell::RefCell;
 use std::time::Duration;

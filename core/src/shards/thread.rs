@@ -120,7 +120,7 @@ impl Gateways {
                     spec.count_process,
                     spec.count_thread,
                 )
-                .map_err(|(_, m)| m)?;
+                .map_err(|e| e.why)?;
                 Ok((service, api))
             });
             match started {

@@ -31,7 +31,7 @@ impl Supervisor {
                             cfg.count_process,
                             cfg.count_thread,
                         )
-                        .map_err(|(_, m)| m)?;
+                        .map_err(|e| e.why)?;
                         Ok((service, api))
                     });
                 match created {

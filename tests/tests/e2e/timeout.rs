@@ -54,7 +54,7 @@ fn a_late_answer_is_dropped_and_the_next_request_served() {
 
 /// The core's timer table keeps an entry per request past its answer and
 /// sweeps them out when they outnumber the requests in flight plus a slack
-/// (core/src/timeouts.rs). Across several sweeps, with a shorter timeout
+/// (crates/router/src/timeouts.rs). Across several sweeps, with a shorter timeout
 /// armed after a longer one: each times out at its own deadline, and none
 /// of the answered requests is lost or expired.
 #[test]

@@ -72,7 +72,7 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let s = Settings::from_settings(settings)?;
-    let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|(_, m)| m)?;
+    let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|e| e.why)?;
     let gateway = Rc::new(Gateway::new(api, &s, None));
     let idle = Rc::new(IdleConnections::default());
     let conn = Connection {

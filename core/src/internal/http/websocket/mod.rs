@@ -158,11 +158,11 @@ impl WebSockets {
         };
         let api = match gateway.open_sibling("") {
             Ok(api) => Rc::new(api),
-            Err((_, why)) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("service unavailable: {why}\n")),
+            Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("service unavailable: {}\n", e.why)),
         };
         for n in std::iter::once(&name).chain(&extra) {
-            if let Err((_, why)) = api.subscribe(n) {
-                return refuse(StatusCode::BAD_REQUEST, format!("bad request: cannot subscribe '{n}': {why}\n"));
+            if let Err(e) = api.subscribe(n) {
+                return refuse(StatusCode::BAD_REQUEST, format!("bad request: cannot subscribe '{n}': {}\n", e.why));
             }
         }
         let entry = table.open(Rc::from(cfg.path.as_str()), url_path.clone(), name.clone(), remote.clone());

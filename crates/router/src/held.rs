@@ -314,7 +314,7 @@ mod tests {
     }
 
     fn limits(per_sender: usize, total: usize) -> Limits {
-        Limits { max_sender_queued_bytes: per_sender, max_queued_bytes: total, ..crate::fuzzing::small_limits() }
+        Limits { max_sender_queued_bytes: per_sender, max_queued_bytes: total, ..crate::test_util::small_limits() }
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
 use crate::shards::mirror::Mirror;
 use crate::state::{Core, InFlight};
+use crate::RouteError;
 use cumulo_config::DestRefresh;
 use cumulo_proto::{Control, Frame, Return, Send, Status, TransId, REQUEST_MCAST, REQUEST_SYNC, SEND_WAIT_FOR_SERVICE};
 use std::rc::Rc;
@@ -75,6 +76,39 @@ impl OwnedRequest {
             target: self.target,
             avoid: 0,
         }
+    }
+}
+
+/// What `Core::select` found for a request.
+enum Selected {
+    Instance(Chosen),
+    /// No pattern subscribed by another than the sender matches its name.
+    NoSubscriber,
+    /// Subscribers, but none the sender's dest_refresh allows.
+    NoneFits(DestRefresh),
+}
+
+/// The instance chosen for a request, and how.
+struct Chosen {
+    dest: InstanceId,
+    /// The instance of another shard round robin chose there (0: none).
+    target: InstanceId,
+    how: DestRefresh,
+    /// The pattern it was chosen by.
+    pattern: Rc<str>,
+}
+
+/// The in-flight entry of a request accepted now for `dest` (0: parked).
+#[inline]
+fn in_flight(r: &Route<'_>, dest: InstanceId, timeout_ms: u32) -> InFlight {
+    InFlight {
+        sender: r.sender,
+        dest,
+        deadline: r.deadline,
+        accepted: accepted_at(r.deadline, timeout_ms),
+        timeout_ms,
+        flags: r.flags,
+        held: Held::No,
     }
 }
 
@@ -301,7 +335,7 @@ fn pick_where(list: &[InstanceId], keep: impl Fn(&InstanceId) -> bool) -> Option
 
 impl Core {
     /// Handles one frame from a socket instance after its handshake.
-    pub fn handle_frame(&mut self, id: InstanceId, frame: Frame<'_>) -> Result<(), (Status, String)> {
+    pub fn handle_frame(&mut self, id: InstanceId, frame: Frame<'_>) -> Result<(), RouteError> {
         match frame {
             Frame::SendAsync(s) => self.send(id, &s, false),
             Frame::SendSync(s) => self.send(id, &s, true),
@@ -335,9 +369,12 @@ impl Core {
                     self.registry.unsubscribe(&p, id);
                 }
             }
-            Frame::Hello(_) => return Err((Status::Protocol, "HELLO sent twice".into())),
+            Frame::Hello(_) => return Err(RouteError::new(Status::Protocol, "HELLO sent twice")),
             other => {
-                return Err((Status::Protocol, format!("{} is a core-to-instance frame", other.type_name())));
+                return Err(RouteError::new(
+                    Status::Protocol,
+                    format!("{} is a core-to-instance frame", other.type_name()),
+                ));
             }
         }
         Ok(())
@@ -349,24 +386,27 @@ impl Core {
         }
     }
 
-    fn reply(&self, id: InstanceId, c: &Control, result: Result<u32, (Status, String)>) {
+    fn reply(&self, id: InstanceId, c: &Control, result: Result<u32, RouteError>) {
         let (status, value, message) = match &result {
             Ok(v) => (Status::Ok, *v, ""),
-            Err((s, m)) => (*s, 0, m.as_str()),
+            Err(e) => (e.status, 0, e.why.as_str()),
         };
         self.with_outbox(id, |b| crate::frames::reply(b, c.req_id, status, value, message));
     }
 
-    fn full_pattern(&self, id: InstanceId, pattern: &str) -> Result<String, (Status, String)> {
-        let inst = self.instances.get(&id).ok_or((Status::Protocol, "no such instance".to_string()))?;
+    fn full_pattern(&self, id: InstanceId, pattern: &str) -> Result<String, RouteError> {
+        let inst = self.instances.get(&id).ok_or_else(|| RouteError::new(Status::Protocol, "no such instance"))?;
         let full = format!("{}{}", inst.prefix, pattern);
-        self.limits.names.check_pattern(&full).map_err(|why| (Status::InvalidArgument, why))?;
+        self.limits.names.check_pattern(&full).map_err(|why| RouteError::new(Status::InvalidArgument, why))?;
         Ok(full)
     }
 
-    pub fn subscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), (Status, String)> {
+    pub fn subscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), RouteError> {
         if self.instances.get(&id).is_some_and(|i| i.retiring) {
-            return Err((Status::ShuttingDown, "this instance was told to terminate: it may not subscribe".into()));
+            return Err(RouteError::new(
+                Status::ShuttingDown,
+                "this instance was told to terminate: it may not subscribe",
+            ));
         }
         let full = self.full_pattern(id, pattern)?;
         // Another node's pseudo-instance holds that node's subscriptions,
@@ -374,7 +414,7 @@ impl Core {
         let over = |i: &Instance| i.subscriptions.len() >= self.limits.max_subscriptions && !i.endpoint.is_pseudo();
         if self.instances.get(&id).is_some_and(over) {
             let max = self.limits.max_subscriptions;
-            return Err((
+            return Err(RouteError::new(
                 Status::InvalidArgument,
                 format!("this instance already holds {max} subscriptions (core.max_subscriptions)"),
             ));
@@ -392,10 +432,13 @@ impl Core {
         Ok(())
     }
 
-    pub fn unsubscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), (Status, String)> {
+    pub fn unsubscribe(&mut self, id: InstanceId, pattern: &str) -> Result<(), RouteError> {
         let full = self.full_pattern(id, pattern)?;
         if !self.registry.unsubscribe(&full, id) {
-            return Err((Status::InvalidArgument, format!("'{full}' is not subscribed by this instance")));
+            return Err(RouteError::new(
+                Status::InvalidArgument,
+                format!("'{full}' is not subscribed by this instance"),
+            ));
         }
         if let Some(inst) = self.instances.get_mut(&id) {
             inst.subscriptions.remove(&full);
@@ -462,7 +505,9 @@ impl Core {
     }
 
     /// Routes a new request (`rerouted` false) or one already in flight
-    /// (forwarded or re-routed; its timer is already armed).
+    /// (forwarded or re-routed; its timer is already armed): selects an
+    /// instance, then delivers it there or queues it; with no subscriber it
+    /// waits for one (WAIT_FOR_SERVICE) or fails.
     pub(crate) fn route(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
         // A request from another shard carries its sender's dest_refresh in
         // its flags (shards::policy_bits); here the flags are the sender's.
@@ -475,6 +520,25 @@ impl Core {
             }
             None => r,
         };
+        let how = match self.select(r, rerouted, policy) {
+            Selected::Instance(chosen) => return self.deliver_or_queue(r, rerouted, timeout_ms, chosen),
+            Selected::NoSubscriber => {
+                if r.wait_for_service && self.now < r.deadline {
+                    return self.park_for_subscriber(r, rerouted, timeout_ms);
+                }
+                let msg = format!("no service subscribes a pattern matching '{}'", r.name);
+                return self.no_service(r, rerouted, msg);
+            }
+            Selected::NoneFits(how) => how,
+        };
+        let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
+        self.no_service(r, rerouted, msg)
+    }
+
+    /// The instance `r` goes to, by its sender's dest_refresh (`policy`
+    /// when another shard sent it) among the subscribers of its name.
+    #[inline]
+    fn select(&mut self, r: &Route<'_>, rerouted: bool, policy: Option<DestRefresh>) -> Selected {
         // A request from another node is served here, by a local instance
         // (multicast copies in turn, one per instance); once forwarded or
         // re-routed it may go on, closest first.
@@ -492,53 +556,16 @@ impl Core {
             },
             None => (DestRefresh::ImmediateClosest, None),
         };
-        let exclude = crate::cloudi::rules::excluded(&self.instances, r.sender);
+        let exclude = crate::rules::excluded(&self.instances, r.sender);
         // A pattern only the excluded sender serves has no subscriber for it.
         let found = match r.via {
             Some(pattern) => self.registry.entry_mut(pattern),
             None => self.registry.lookup(r.name),
         };
-        let found = found.filter(|e| crate::cloudi::rules::serves_other(e, exclude));
-        let Some(entry) = found else {
-            if r.wait_for_service && self.now < r.deadline {
-                let bytes = crate::held::weight(r.name, r.request_info, r.request);
-                if let Err(why) = self.holds.room(r.sender, bytes, &self.limits) {
-                    self.stats.queue_full += 1;
-                    let msg = format!("no service subscribes '{}' yet, and {why}", r.name);
-                    return self.fail(r, rerouted, Status::QueueFull, msg);
-                }
-                if self.parked.len() >= self.limits.max_parked {
-                    self.stats.queue_full += 1;
-                    let msg = format!(
-                        "no service subscribes '{}' yet, and {} requests already wait for one (core.max_parked)",
-                        r.name, self.limits.max_parked
-                    );
-                    return self.fail(r, rerouted, Status::QueueFull, msg);
-                }
-                if !rerouted {
-                    self.arm_timer(r.trans_id, r.deadline);
-                    let accepted = accepted_at(r.deadline, timeout_ms);
-                    self.inflight.insert(
-                        r.trans_id,
-                        InFlight {
-                            sender: r.sender,
-                            dest: 0,
-                            deadline: r.deadline,
-                            accepted,
-                            timeout_ms,
-                            flags: r.flags,
-                            held: Held::No,
-                        },
-                    );
-                } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
-                    f.dest = 0;
-                }
-                self.park(r.to_owned(None));
-                return;
-            }
-            return self.no_service(r, rerouted, format!("no service subscribes a pattern matching '{}'", r.name));
+        let Some(entry) = found.filter(|e| crate::rules::serves_other(e, exclude)) else {
+            return Selected::NoSubscriber;
         };
-        let spread = self.cluster.is_some() || self.shard.count > 1;
+        let spread = self.clustered || self.shard.count > 1;
         // A request another shard made for one instance here (a multicast
         // copy, round robin's turn) goes to it while it still subscribes
         // the pattern it was chosen by.
@@ -559,11 +586,43 @@ impl Core {
             }
             (None, _) => select(entry, how, &self.instances, spread, from, exclude, avoid).map(|d| (d, 0)),
         };
-        let Some((dest, target)) = chosen else {
-            let msg = format!("no instance for '{}' fits this sender's dest_refresh ({how:?})", r.name);
-            return self.no_service(r, rerouted, msg);
-        };
-        let pattern = entry.pattern.clone();
+        match chosen {
+            Some((dest, target)) => Selected::Instance(Chosen { dest, target, how, pattern: entry.pattern.clone() }),
+            None => Selected::NoneFits(how),
+        }
+    }
+
+    /// Waits for a subscriber (WAIT_FOR_SERVICE) within the request's
+    /// deadline, bounded by core.max_parked and the bytes held.
+    fn park_for_subscriber(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+        let bytes = crate::held::weight(r.name, r.request_info, r.request);
+        if let Err(why) = self.holds.room(r.sender, bytes, &self.limits) {
+            self.stats.queue_full += 1;
+            let msg = format!("no service subscribes '{}' yet, and {why}", r.name);
+            return self.fail(r, rerouted, Status::QueueFull, msg);
+        }
+        if self.parked.len() >= self.limits.max_parked {
+            self.stats.queue_full += 1;
+            let msg = format!(
+                "no service subscribes '{}' yet, and {} requests already wait for one (core.max_parked)",
+                r.name, self.limits.max_parked
+            );
+            return self.fail(r, rerouted, Status::QueueFull, msg);
+        }
+        if !rerouted {
+            self.arm_timer(r.trans_id, r.deadline);
+            self.inflight.insert(r.trans_id, in_flight(r, 0, timeout_ms));
+        } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
+            f.dest = 0;
+        }
+        self.park(r.to_owned(None));
+    }
+
+    /// Delivers `r` to the instance selected, or queues it there when the
+    /// instance's window is full (bounded: `queue_room`).
+    #[inline]
+    fn deliver_or_queue(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32, chosen: Chosen) {
+        let Chosen { dest, target, how, pattern } = chosen;
         let Some(inst) = self.instances.get(&dest) else {
             return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
         };
@@ -594,19 +653,7 @@ impl Core {
             }
         } else {
             self.arm_timer(r.trans_id, r.deadline);
-            let accepted = accepted_at(r.deadline, timeout_ms);
-            self.inflight.insert(
-                r.trans_id,
-                InFlight {
-                    sender: r.sender,
-                    dest,
-                    deadline: r.deadline,
-                    accepted,
-                    timeout_ms,
-                    flags: r.flags,
-                    held: Held::No,
-                },
-            );
+            self.inflight.insert(r.trans_id, in_flight(r, dest, timeout_ms));
         }
         let node = self.limits.node_id;
         // Another shard picks among its instances as this sender asked
@@ -687,7 +734,7 @@ impl Core {
     }
 
     /// Delivers queued requests while the instance has room.
-    pub(crate) fn pump(&mut self, id: InstanceId) {
+    pub fn pump(&mut self, id: InstanceId) {
         let node = self.limits.node_id;
         let now = self.now;
         let Some(inst) = self.instances.get_mut(&id) else { return };
@@ -792,12 +839,12 @@ impl Core {
         }
         let node = self.limits.node_id;
         // CloudI's list has one entry per subscription already.
-        let dests: Vec<(InstanceId, Rc<str>, InstanceId)> = match crate::cloudi::rules::excluded(&self.instances, id) {
-            Some(sender) => crate::cloudi::rules::mcast_destinations(&mut self.registry, s.name, sender)
+        let dests: Vec<(InstanceId, Rc<str>, InstanceId)> = match crate::rules::excluded(&self.instances, id) {
+            Some(sender) => crate::rules::mcast_destinations(&mut self.registry, s.name, sender)
                 .into_iter()
                 .map(|(d, p)| (d, p, 0))
                 .collect(),
-            None if self.cluster.is_some() || self.shard.count > 1 => self.mcast_copies(s.name),
+            None if self.clustered || self.shard.count > 1 => self.mcast_copies(s.name),
             None => self.registry.lookup_all(s.name).into_iter().map(|(d, p)| (d, p, 0)).collect(),
         };
         for (dest, pattern, target) in dests {

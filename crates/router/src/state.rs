@@ -8,6 +8,7 @@ use crate::held::{Held, Holds};
 use crate::instance::{Endpoint, Identity, Instance, Origin, OwnedRequest, ServiceId};
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
+use crate::RouteError;
 use ahash::AHashMap;
 use cumulo_config::{ServiceOptions, MAX_WINDOW};
 use cumulo_proto::{Status, TransId, TransIdGen};
@@ -113,8 +114,10 @@ pub struct Core {
     /// leaving): a shutdown waits for them.
     pub connection_tasks: usize,
     pub stats: Stats,
-    /// The other nodes of the cloud, when `[cluster]` is configured.
-    pub cluster: Option<Rc<RefCell<crate::cluster::Membership>>>,
+    /// Whether this node is one of a cloud (`[cluster]` is configured):
+    /// other nodes may then be pseudo-instances here. Who they are is the
+    /// cluster's (the node's `cluster::Membership`).
+    pub clustered: bool,
     /// The time, read once per batch of work (a read of frames, a timer, an
     /// internal call) instead of once per frame: clock reads were a tenth of
     /// the routing profile. Every entry into the core that may route or
@@ -131,8 +134,6 @@ pub struct Core {
     pub handshake_refusals: Throttle,
     /// When the previous keep-alive round ran.
     last_keepalive: Instant,
-    /// Open WebSocket connections of the HTTP gateways (admin API, metrics).
-    pub websockets: Rc<crate::internal::WebSocketTable>,
     /// What services built on the core show operators (queues, ...): the
     /// admin API lists them by kind, `/metrics` adds their samples.
     pub reports: cumulo_service::Reports,
@@ -200,13 +201,12 @@ impl Core {
             shutting_down: false,
             connection_tasks: 0,
             stats: Stats::default(),
-            cluster: None,
+            clustered: false,
             now: Instant::now(),
             handshaking: 0,
             limit_refusals: Throttle::default(),
             handshake_refusals: Throttle::default(),
             last_keepalive: Instant::now(),
-            websockets: Rc::default(),
             reports: cumulo_service::Reports::default(),
             shard: ShardIndex::ALONE,
             pseudo_instances: 0,
@@ -267,7 +267,7 @@ impl Core {
         thread_index: u32,
         window: u32,
         endpoint: Endpoint,
-    ) -> Result<Accepted, (Status, String)> {
+    ) -> Result<Accepted, RouteError> {
         self.admit_on_a_shard(token, prefix, thread_index, window, endpoint, false)
     }
 
@@ -283,12 +283,12 @@ impl Core {
         window: u32,
         endpoint: Endpoint,
         movable: bool,
-    ) -> Result<Accepted, (Status, String)> {
+    ) -> Result<Accepted, RouteError> {
         if self.shutting_down {
-            return Err((Status::ShuttingDown, "the core is shutting down".into()));
+            return Err(RouteError::new(Status::ShuttingDown, "the core is shutting down"));
         }
         if self.connections() as u32 >= self.limits.max_connections {
-            return Err((
+            return Err(RouteError::new(
                 Status::InvalidArgument,
                 format!("connection limit reached ({} instances, core.max_connections)", self.limits.max_connections),
             ));
@@ -296,16 +296,19 @@ impl Core {
         let id = self.new_id();
         let (prefix, options, metrics, origin, label, pi, pc, tc, shard) = if token.is_empty() {
             if !self.limits.allow_unmanaged {
-                return Err((
+                return Err(RouteError::new(
                     Status::Unauthorized,
-                    "unmanaged instances are refused (core.allow_unmanaged = false)".into(),
+                    "unmanaged instances are refused (core.allow_unmanaged = false)",
                 ));
             }
             if !prefix.starts_with('/') {
-                return Err((Status::InvalidArgument, format!("unmanaged prefix '{prefix}' must start with '/'")));
+                return Err(RouteError::new(
+                    Status::InvalidArgument,
+                    format!("unmanaged prefix '{prefix}' must start with '/'"),
+                ));
             }
             if let Err(why) = cumulo_pattern::validate(prefix) {
-                return Err((Status::InvalidArgument, why));
+                return Err(RouteError::new(Status::InvalidArgument, why));
             }
             let label = format!("unmanaged instance {id} ({prefix})");
             // Unmanaged instances (tools, tests, load generators) stay on
@@ -318,22 +321,28 @@ impl Core {
             (Rc::from(prefix), o, m, None, label, 0, 1, 1, self.shard.index)
         } else {
             let Some(slot) = self.processes.get_mut(token) else {
-                return Err((Status::Unauthorized, "unknown token: this process was not started by this core".into()));
+                return Err(RouteError::new(
+                    Status::Unauthorized,
+                    "unknown token: this process was not started by this core",
+                ));
             };
             if slot.retiring {
-                return Err((
+                return Err(RouteError::new(
                     Status::ShuttingDown,
                     format!("{} process {} is being stopped", slot.prefix, slot.process_index),
                 ));
             }
             let Some(thread) = slot.threads.get_mut(thread_index as usize) else {
-                return Err((
+                return Err(RouteError::new(
                     Status::InvalidArgument,
                     format!("thread_index {thread_index} out of range (count_thread = {})", slot.thread_count),
                 ));
             };
             if thread.is_some() {
-                return Err((Status::InvalidArgument, format!("thread_index {thread_index} is already connected")));
+                return Err(RouteError::new(
+                    Status::InvalidArgument,
+                    format!("thread_index {thread_index} is already connected"),
+                ));
             }
             *thread = Some(id);
             let shard = match movable && self.shard.count > 1 && self.limits.spread_instances {
@@ -389,9 +398,9 @@ impl Core {
         inbox: Rc<crate::instance::InternalInbox>,
         service: ServiceId,
         process_index: u32,
-    ) -> Result<InstanceId, (Status, String)> {
+    ) -> Result<InstanceId, RouteError> {
         if self.shutting_down {
-            return Err((Status::ShuttingDown, "the core is shutting down".into()));
+            return Err(RouteError::new(Status::ShuttingDown, "the core is shutting down"));
         }
         let id = self.new_id();
         let label = format!("{prefix} internal instance {process_index}");

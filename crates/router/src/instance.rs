@@ -425,3 +425,25 @@ impl Subscriptions {
         all
     }
 }
+
+/// A request as a service built on the core sees it.
+impl cumulo_service::Request for OwnedRequest {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn request_info(&self) -> &[u8] {
+        &self.request_info
+    }
+    fn body(&self) -> &[u8] {
+        &self.request
+    }
+    fn priority(&self) -> i8 {
+        self.priority
+    }
+    fn trans_id(&self) -> cumulo_proto::TransId {
+        self.trans_id
+    }
+    fn remaining_ms(&self) -> u32 {
+        OwnedRequest::remaining_ms(self, std::time::Instant::now())
+    }
+}
