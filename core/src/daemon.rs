@@ -3,10 +3,10 @@
 //! everything on SIGTERM/SIGINT.
 
 use crate::admin::{AdminContext, LogControl};
-use crate::state::{Core, Limits, Shared};
 use crate::supervisor::Supervisor;
 use anyhow::Context;
 use cumulo_config::Config;
+use cumulo_router::{Core, Limits, Shared};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
@@ -155,7 +155,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     }
     // Processes finish what they hold (or are stopped); answers to requests
     // held by unmanaged instances get the same time.
-    let drained = wait_until(&core, |c| c.inflight.is_empty(), Duration::from_millis(terminate_ms as u64));
+    let drained = wait_until(&core, |c| c.in_flight() == 0, Duration::from_millis(terminate_ms as u64));
     tokio::join!(supervisor.stop_all(), drained);
     core.borrow_mut().finish_shutdown();
     wait_until(&core, |c| c.open_connections() == 0, FLUSH_GRACE).await;
@@ -163,7 +163,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
         c.leave().await;
     }
     let _ = std::fs::remove_file(&socket);
-    tracing::info!("stopped; {}", core.borrow().stats);
+    tracing::info!("stopped; {}", core.borrow().stats());
     Ok(())
 }
 
@@ -225,7 +225,7 @@ pub(crate) async fn timer_loop(core: Shared) {
         let (more, next, wake) = {
             let mut c = core.borrow_mut();
             let more = c.expire_due(BATCH);
-            (more, c.timers.next_deadline(), c.timers.wake.clone())
+            (more, c.next_deadline(), c.timers().wake.clone())
         };
         if more {
             tokio::task::yield_now().await;
@@ -244,7 +244,7 @@ pub(crate) async fn timer_loop(core: Shared) {
 }
 
 async fn keepalive_loop(core: Shared, supervisor: Rc<Supervisor>) {
-    let every = core.borrow().limits.keepalive;
+    let every = core.borrow().limits().keepalive;
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut nonce = 0u64;
@@ -253,7 +253,7 @@ async fn keepalive_loop(core: Shared, supervisor: Rc<Supervisor>) {
         nonce += 1;
         let mut hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
         // Processes whose instance another shard closed as hung.
-        hung.append(&mut core.borrow_mut().handoff.hung_pids);
+        hung.append(&mut core.borrow_mut().handoff_mut().hung_pids);
         supervisor.kill_hung(&hung);
     }
 }

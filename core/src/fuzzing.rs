@@ -8,8 +8,8 @@
 //! else can run, so a session never waits in real time. [`run`] sets that up.
 
 use crate::internal::InternalApi;
-use crate::state::{Core, Limits, Shared};
 use cumulo_config::ServiceOptions;
+use cumulo_router::{Core, Limits, Shared};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -58,7 +58,7 @@ pub async fn start_core(limits: Limits) -> Shared {
     let echo = crate::internal::create("echo", &toml::Table::new()).expect("echo takes empty settings");
     let api = InternalApi::connect(&core, "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1).expect("echo instance");
     tokio::task::spawn_local(echo.run(api));
-    while core.borrow_mut().registry.lookup("/echo/x").is_none() {
+    while core.borrow_mut().registry_mut().lookup("/echo/x").is_none() {
         tokio::task::yield_now().await;
     }
     core
@@ -79,7 +79,7 @@ pub async fn start_shards(limits: Limits, count: u32) -> Vec<Shared> {
     let api =
         InternalApi::connect(&cores[0], "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1).expect("echo instance");
     tokio::task::spawn_local(echo.run(api));
-    while cores.iter().any(|c| c.borrow_mut().registry.lookup("/echo/x").is_none()) {
+    while cores.iter().any(|c| c.borrow_mut().registry_mut().lookup("/echo/x").is_none()) {
         tokio::task::yield_now().await;
     }
     cores
@@ -289,7 +289,7 @@ mod tests {
 #[cfg(test)]
 mod timers {
     use cumulo_proto::TransId;
-    use cumulo_router::timeouts::SLACK;
+    use cumulo_router::TIMER_SLACK as SLACK;
     use std::time::Duration;
 
     /// Through the core: 20,000 answered requests leave at most
@@ -316,7 +316,7 @@ mod timers {
             frame(&mut input, 20_001, "/nobody/x", 500, cumulo_proto::SEND_WAIT_FOR_SERVICE);
             let out = socket_session(&core, &input, 600, Duration::from_millis(800)).await;
             let c = core.borrow();
-            (c.timers.len(), c.inflight.len(), (c.stats.responses, c.stats.timeouts, out.len()))
+            (c.timers().len(), c.in_flight(), (c.stats().responses, c.stats().timeouts, out.len()))
         });
         let (answered, timed_out, _) = timeouts;
         assert!(answered >= 20_000, "every echo answered: {timeouts:?}");

@@ -23,10 +23,6 @@ pub mod cli;
 pub mod cloudi;
 pub mod cluster;
 
-/// The router (crates/router): the hot path, under the names its modules
-/// had when they were the core's.
-pub use cumulo_router::{close_reason, frames, held, instance, metrics, queue, registry, routing, state, timeouts};
-
 pub mod daemon;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

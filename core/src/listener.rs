@@ -3,13 +3,13 @@
 //! per connection. The reader decodes frames in place from its buffer and
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
-use crate::close_reason::CloseReason;
-use crate::instance::{Endpoint, Outbox};
-use crate::registry::InstanceId;
 use crate::shards::handoff::{Adoption, Order, StdSocket};
-use crate::state::{Accepted, Shared, HUNG_AFTER_ROUNDS};
 use cumulo_config::ServiceOptions;
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
+use cumulo_router::CloseReason;
+use cumulo_router::InstanceId;
+use cumulo_router::{Accepted, Shared, HUNG_AFTER_ROUNDS};
+use cumulo_router::{Endpoint, Outbox};
 use cumulo_sys::Throttle;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
@@ -119,7 +119,7 @@ impl ReadBuf {
 
 async fn write_error<W: AsyncWrite + Unpin>(wr: &mut W, status: Status, message: &str) {
     let mut out = Vec::new();
-    crate::frames::error(&mut out, status, message);
+    cumulo_router::frames::error(&mut out, status, message);
     let _ = tokio::time::timeout(CLOSE_GRACE, wr.write_all(&out)).await;
 }
 
@@ -159,7 +159,7 @@ struct Handshaking(Shared);
 
 impl Drop for Handshaking {
     fn drop(&mut self) {
-        self.0.borrow_mut().handshaking -= 1;
+        self.0.borrow_mut().handshake_ended();
     }
 }
 
@@ -240,20 +240,20 @@ where
 {
     let (max_frame, max_outbox) = {
         let c = core.borrow();
-        (c.limits.max_frame, c.limits.max_outbox)
+        (c.limits().max_frame, c.limits().max_outbox)
     };
     // A connection holds a descriptor and a buffer from its first byte: it
     // counts against core.max_connections before it says HELLO.
     let refused = {
         let mut c = core.borrow_mut();
-        let max = c.limits.max_connections as usize;
-        if c.connections() + c.handshaking >= max {
-            c.limit_refusals.warn(|n| {
+        let max = c.limits().max_connections as usize;
+        if c.connections() + c.handshaking() >= max {
+            c.limit_refusals().warn(|n| {
                 format!("refused {n} connection(s) over core.max_connections ({max}); last from {}", peer.label)
             });
             Some(format!("connection limit reached ({max} connections, core.max_connections)"))
         } else {
-            c.handshaking += 1;
+            c.handshake_started();
             None
         }
     };
@@ -275,7 +275,7 @@ where
         Err(Some(r)) => {
             {
                 let mut c = core.borrow_mut();
-                c.handshake_refusals.warn(|n| {
+                c.handshake_refusals().warn(|n| {
                     format!("refused {n} connection(s) in the handshake; last from {}: {}", peer.label, r.message)
                 });
             }
@@ -283,7 +283,7 @@ where
             return None;
         }
     };
-    if accepted.shard != core.borrow().shard.index {
+    if accepted.shard != core.borrow().shard().index {
         return Some(Handshaken::Elsewhere { accepted, rest: rb.buf[total..].to_vec() });
     }
     rb.start = total;
@@ -307,13 +307,13 @@ where
 {
     let (max_frame, max_outbox) = {
         let c = core.borrow();
-        (c.limits.max_frame, c.limits.max_outbox)
+        (c.limits().max_frame, c.limits().max_outbox)
     };
-    let prefix_for_log = core.borrow().instances.get(&id).map_or_else(|| Rc::from(""), |i| i.prefix.clone());
+    let prefix_for_log = core.borrow().instance(&id).map_or_else(|| Rc::from(""), |i| i.prefix.clone());
     let writer = tokio::task::spawn_local(write_loop(outbox.clone(), wr));
     let why = read_loop(core, id, &mut rd, &mut rb, &outbox, max_frame).await;
     let why = if outbox.overflowed.get() {
-        core.borrow_mut().stats.slow_consumers += 1;
+        core.borrow_mut().count_slow_consumer();
         CloseReason::SlowConsumer { max_outbox }
     } else {
         why
@@ -323,11 +323,11 @@ where
     } else {
         tracing::warn!(instance = id, "closing {prefix_for_log} instance {id}: {why}");
     }
-    let hung = core.borrow().instances.get(&id).is_some_and(|i| i.silent_rounds >= HUNG_AFTER_ROUNDS);
+    let hung = core.borrow().instance(&id).is_some_and(|i| i.silent_rounds >= HUNG_AFTER_ROUNDS);
     core.borrow_mut().remove_instance(id, &why.to_string());
     outbox.close();
     let _ = writer.await;
-    core.borrow_mut().connection_tasks -= 1;
+    core.borrow_mut().connection_task_ended();
     hung
 }
 
@@ -355,7 +355,7 @@ fn hand_over(core: &Shared, a: Accepted, rest: Vec<u8>, socket: std::io::Result<
         process_count: a.process_count,
         thread_count: a.thread_count,
     };
-    c.handoff.order(a.shard, Order::Adopt(Box::new(adoption)));
+    c.handoff_mut().order(a.shard, Order::Adopt(Box::new(adoption)));
 }
 
 /// Another shard: registers a connection shard 0 handed over, writes its
@@ -381,7 +381,7 @@ pub(crate) async fn serve_handed(core: &Shared, mut a: Adoption) -> Result<bool,
 async fn adopt_and_serve<S: Socket + AsRawFd>(core: &Shared, stream: S, a: &Adoption) -> Result<bool, String> {
     let fd = stream.as_raw_fd();
     let (rd, mut wr) = stream.split();
-    let outbox = Outbox::new(core.borrow().limits.max_outbox);
+    let outbox = Outbox::new(core.borrow().limits().max_outbox);
     let adopted = core.borrow_mut().adopt(a, Endpoint::Socket(outbox.clone()));
     if let Err(why) = adopted {
         write_error(&mut wr, Status::ShuttingDown, &why).await;
@@ -389,7 +389,7 @@ async fn adopt_and_serve<S: Socket + AsRawFd>(core: &Shared, stream: S, a: &Adop
     }
     {
         let mut c = core.borrow_mut();
-        let max_frame = c.limits.max_frame;
+        let max_frame = c.limits().max_frame;
         let shape = (a.process_index, a.process_count, a.thread_count, a.window);
         welcome(&mut c, &outbox, a.id, shape, &a.options, &a.prefix, max_frame, Some(fd));
     }
@@ -409,7 +409,7 @@ async fn read_hello<R: AsyncRead + Unpin>(
 ) -> Result<usize, Option<Refusal>> {
     let (max_frame, hello_timeout) = {
         let c = core.borrow();
-        (c.limits.max_frame, c.limits.hello_timeout)
+        (c.limits().max_frame, c.limits().hello_timeout)
     };
     let limit = MAX_HELLO_FRAME.min(max_frame);
     let read = tokio::time::timeout(hello_timeout, async {
@@ -464,7 +464,7 @@ fn admit(
     let a = c
         .admit_on_a_shard(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone()), movable)
         .map_err(|e| Some(Refusal::new(e.status, e.why)))?;
-    if a.shard != c.shard.index {
+    if a.shard != c.shard().index {
         return Ok(a); // its WELCOME is written by the shard that serves it
     }
     let shape = (a.process_index, a.process_count, a.thread_count, a.window);
@@ -477,7 +477,7 @@ fn admit(
 /// count, thread count, window.
 #[expect(clippy::too_many_arguments, reason = "the fields of one WELCOME, from two kinds of admission")]
 fn welcome(
-    c: &mut crate::state::Core,
+    c: &mut cumulo_router::Core,
     outbox: &Outbox,
     id: InstanceId,
     shape: (u32, u32, u32, u32),
@@ -489,7 +489,7 @@ fn welcome(
     let (process_index, process_count, thread_count, window) = shape;
     let w = cumulo_proto::Welcome {
         version: cumulo_proto::VERSION,
-        node_id: c.limits.node_id,
+        node_id: c.limits().node_id,
         instance_id: id,
         process_index,
         process_count,
@@ -500,12 +500,12 @@ fn welcome(
         timeout_sync: options.timeout_sync,
         timeout_terminate: options.timeout_terminate,
         priority_default: options.priority_default,
-        keepalive: c.limits.keepalive.as_millis() as u32,
+        keepalive: c.limits().keepalive.as_millis() as u32,
         prefix,
     };
-    outbox.push(|b| crate::frames::welcome(b, &w));
-    c.connection_tasks += 1;
-    if let Some(inst) = c.instances.get_mut(&id) {
+    outbox.push(|b| cumulo_router::frames::welcome(b, &w));
+    c.connection_task_started();
+    if let Some(inst) = c.instance_mut(&id) {
         inst.rx_fd = fd;
     }
 }
@@ -527,8 +527,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
         {
             let mut c = core.borrow_mut();
             let now = std::time::Instant::now();
-            c.now = now;
-            if let Some(inst) = c.instances.get_mut(&id) {
+            c.set_now(now);
+            if let Some(inst) = c.instance_mut(&id) {
                 inst.last_rx = now;
             }
             loop {
@@ -548,8 +548,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     Err(e) => return protocol_error(&mut c, outbox, e),
                 };
                 if let Err(cumulo_router::RouteError { status, why: msg }) = c.handle_frame(id, frame) {
-                    c.stats.protocol_errors += 1;
-                    outbox.push(|b| crate::frames::error(b, status, &msg));
+                    c.count_protocol_error();
+                    outbox.push(|b| cumulo_router::frames::error(b, status, &msg));
                     outbox.close();
                     return CloseReason::Protocol(msg);
                 }
@@ -567,10 +567,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
     }
 }
 
-fn protocol_error(c: &mut crate::state::Core, outbox: &Outbox, e: DecodeError) -> CloseReason {
-    c.stats.protocol_errors += 1;
+fn protocol_error(c: &mut cumulo_router::Core, outbox: &Outbox, e: DecodeError) -> CloseReason {
+    c.count_protocol_error();
     let msg = e.to_string();
-    outbox.push(|b| crate::frames::error(b, e.status(), &msg));
+    outbox.push(|b| cumulo_router::frames::error(b, e.status(), &msg));
     outbox.close();
     CloseReason::Protocol(msg)
 }

@@ -20,10 +20,10 @@ mod websockets;
 
 pub use log_level::{check_filter, LogControl};
 
-use crate::state::Shared;
 use crate::supervisor::Supervisor;
 use connections::{Admission, Slots};
 use cumulo_config::AdminConfig;
+use cumulo_router::Shared;
 use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -278,7 +278,7 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
 }
 
 /// Parses `{id}`: ids are positive integers.
-fn service_id(id: Option<&str>) -> Result<crate::instance::ServiceId, ApiError> {
+fn service_id(id: Option<&str>) -> Result<cumulo_router::ServiceId, ApiError> {
     let id = id.unwrap_or_default();
     id.parse()
         .map_err(|_| ApiError::not_found(format!("no service with id '{id}' (ids are numbers, see GET /v1/services)")))

@@ -2,8 +2,8 @@
 
 use super::reply::{Answer, ApiError};
 use super::{views, AdminContext};
-use crate::registry::InstanceId;
-use crate::state::Core;
+use cumulo_router::Core;
+use cumulo_router::InstanceId;
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 /// last heartbeat, node_id, subscriptions, requests in flight there.
 pub fn nodes(ctx: &AdminContext) -> Answer {
     let core = ctx.core.borrow();
-    let node_id = core.limits.node_id;
+    let node_id = core.limits().node_id;
     let cluster = ctx.cluster.as_ref().map(|c| c.borrow());
     let mut nodes = vec![json!({
         "id": node_id,
@@ -26,7 +26,7 @@ pub fn nodes(ctx: &AdminContext) -> Answer {
     })];
     let now = std::time::Instant::now();
     for m in cluster.iter().flat_map(|c| c.members.values()) {
-        let inst = core.instances.get(&m.instance);
+        let inst = core.instance(&m.instance);
         nodes.push(json!({
             "id": m.node_id,
             "name": &*m.name,
@@ -66,15 +66,15 @@ pub async fn status(ctx: &AdminContext) -> Answer {
     Ok((
         StatusCode::OK,
         json!({
-            "node_id": core.limits.node_id,
+            "node_id": core.limits().node_id,
             "version": env!("CARGO_PKG_VERSION"),
             "uptime_seconds": ctx.started.elapsed().as_secs_f64(),
-            "shutting_down": core.shutting_down,
+            "shutting_down": core.is_shutting_down(),
             "log_level": ctx.log.current(),
             "services": { "total": services.len(), "by_status": by_status },
-            "processes": core.processes.len(),
+            "processes": core.process_count(),
             "instances": reports.connections(),
-            "subscriptions": core.registry.patterns().count(),
+            "subscriptions": core.registry().patterns().count(),
             "requests_in_flight": reports.in_flight(),
             "requests_queued": reports.queued(),
             "totals": {
@@ -83,7 +83,7 @@ pub async fn status(ctx: &AdminContext) -> Answer {
                 "crashed": st.crashed, "late": st.late, "protocol_errors": st.protocol_errors,
                 "slow_consumers": st.slow_consumers,
             },
-            "threads": core.shard.count,
+            "threads": core.shard().count,
             "shards": views::per_shard(&reports),
             "shards_missing": reports.missing,
         }),
@@ -99,7 +99,7 @@ pub fn subscriptions(ctx: &AdminContext) -> Answer {
     // their process from shard 0's slots.
     let shard_of = |id: &InstanceId| ctx.shards.as_ref().and_then(|s| s.pseudo.iter().position(|p| p == id && *p != 0));
     let mut all: Vec<Value> = core
-        .registry
+        .registry()
         .patterns()
         .map(|e| {
             let mut instances: Vec<Value> = Vec::with_capacity(e.instances.len());
@@ -108,7 +108,7 @@ pub fn subscriptions(ctx: &AdminContext) -> Answer {
                 if let Some(shard) = shard_of(id) {
                     if !listed_shards.contains(&shard) {
                         listed_shards.push(shard);
-                        let held = core.mirrors.get(id).into_iter().flat_map(|m| m.holders(&e.pattern));
+                        let held = core.mirror(id).into_iter().flat_map(|m| m.holders(&e.pattern));
                         for (there, count) in held {
                             let entry = elsewhere(&core, there, shard);
                             instances.extend(std::iter::repeat_n(entry, count as usize));
@@ -116,14 +116,14 @@ pub fn subscriptions(ctx: &AdminContext) -> Answer {
                     }
                     continue;
                 }
-                let inst = core.instances.get(id);
+                let inst = core.instance(id);
                 let origin = inst.and_then(|i| i.origin.as_ref());
                 instances.push(json!({
                     "instance_id": id,
                     "service_id": origin.map(|o| o.service),
                     "process_index": origin.map(|o| o.process_index),
                     "label": inst.map(|i| i.label.as_str()),
-                    "shard": core.shard.index,
+                    "shard": core.shard().index,
                 }));
             }
             json!({ "pattern": &*e.pattern, "instances": instances })
@@ -137,7 +137,7 @@ pub fn subscriptions(ctx: &AdminContext) -> Answer {
 /// (a managed process's thread), or by its id alone (that shard's gateway
 /// instances).
 fn elsewhere(core: &Core, id: InstanceId, shard: usize) -> Value {
-    let slot = core.processes.values().find_map(|s| s.threads.iter().position(|t| *t == Some(id)).map(|t| (s, t)));
+    let slot = core.processes().find_map(|s| s.threads.iter().position(|t| *t == Some(id)).map(|t| (s, t)));
     match slot {
         Some((s, thread)) => json!({
             "instance_id": id,

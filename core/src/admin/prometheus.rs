@@ -5,8 +5,8 @@
 //! (shards/report.rs), and `cumulo_shard_*` show each shard's share.
 
 use super::{views, AdminContext};
-use crate::metrics::{ProcessUsage, PromText, ServiceCounts};
 use crate::shards::report::Reports;
+use cumulo_router::{ProcessUsage, PromText, ServiceCounts};
 
 struct Series {
     prefix: String,
@@ -157,7 +157,7 @@ pub async fn render(ctx: &AdminContext) -> String {
         p.header("process_resident_memory_bytes", "gauge", "Resident memory of the core process.");
         p.sample("process_resident_memory_bytes", &[], u.resident_bytes);
     }
-    services_own(&mut p, &core.reports);
+    services_own(&mut p, core.reports());
     p.header("process_start_time_seconds", "gauge", "When the core process started, seconds since the Unix epoch.");
     p.sample("process_start_time_seconds", &[], views::unix_seconds(ctx.started_at));
     p.out

@@ -11,7 +11,7 @@ use serde_json::json;
 use std::rc::Rc;
 
 pub fn list(ctx: &AdminContext) -> Answer {
-    let reports = ctx.core.borrow().reports.of_kind("queue");
+    let reports = ctx.core.borrow().reports().of_kind("queue");
     let queues: Vec<_> = reports.iter().map(|r| r.view()).collect();
     Ok((StatusCode::OK, json!({ "queues": queues })))
 }
@@ -39,7 +39,7 @@ pub fn operate(ctx: &AdminContext, op: &str, query: Option<&str>) -> Answer {
 }
 
 fn find(ctx: &AdminContext, queue: Option<&str>) -> Result<Rc<dyn cumulo_service::Report>, ApiError> {
-    let reports = ctx.core.borrow().reports.of_kind("queue");
+    let reports = ctx.core.borrow().reports().of_kind("queue");
     let known = || reports.iter().map(|r| r.id()).collect::<Vec<_>>().join(", ");
     match queue {
         Some(q) => reports

@@ -29,7 +29,7 @@ pub async fn get(ctx: &AdminContext, id: Option<&str>) -> Answer {
 /// One service or a list, checked as the config file is: all are added or
 /// none.
 pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
-    if ctx.core.borrow().shutting_down {
+    if ctx.core.borrow().is_shutting_down() {
         return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the core is shutting down"));
     }
     // Syntax first, so that "this is not JSON" gets its own code

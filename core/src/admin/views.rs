@@ -2,8 +2,8 @@
 
 use super::AdminContext;
 use crate::shards::report::{self, Reports, ServiceReport};
-use crate::state::Core;
 use crate::supervisor::Service;
+use cumulo_router::Core;
 use serde_json::{json, Value};
 
 /// Every shard's counters and instances (shards/report.rs): this shard's
@@ -13,7 +13,7 @@ pub async fn reports(ctx: &AdminContext) -> Reports {
     let mine = {
         let services: Vec<_> = ctx.supervisor.services().iter().map(|s| (s.id, s.metrics.clone())).collect();
         let core = ctx.core.borrow();
-        report::snapshot(&core, core.shard.index, &services)
+        report::snapshot(&core, core.shard().index, &services)
     };
     match &ctx.shards {
         Some(links) => links.reports.gather(mine, report::REPORT_TIMEOUT).await,

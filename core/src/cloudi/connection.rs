@@ -11,10 +11,10 @@
 //! polling.
 
 use super::messages::{self as msg, ApiMessage, ApiSend};
-use crate::instance::{Endpoint, Outbox};
-use crate::registry::InstanceId;
-use crate::state::Shared;
 use cumulo_proto::{Frame, Status, TransId, TransIdGen};
+use cumulo_router::InstanceId;
+use cumulo_router::Shared;
+use cumulo_router::{Endpoint, Outbox};
 use cumulo_sys::Throttle;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -101,7 +101,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     let (mut rd, wr) = stream.into_split();
     let (max_frame, max_outbox) = {
         let c = core.borrow();
-        (c.limits.max_frame as usize, c.limits.max_outbox)
+        (c.limits().max_frame as usize, c.limits().max_outbox)
     };
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     // The API speaks first: `init`. A process that never does is killed by
@@ -132,7 +132,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     let mut out = Vec::with_capacity(READ_CHUNK);
     let admitted = {
         let mut c = core.borrow_mut();
-        let node_id = c.limits.node_id;
+        let node_id = c.limits().node_id;
         c.admit(&token, "", thread_index, 1, Endpoint::Socket(native.clone())).map(|a| {
             msg::encode_init(
                 &mut out,
@@ -147,12 +147,12 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
                     priority_default: a.options.priority_default,
                 },
             );
-            c.connection_tasks += 1;
-            if let Some(inst) = c.instances.get_mut(&a.id) {
+            c.connection_task_started();
+            if let Some(inst) = c.instance_mut(&a.id) {
                 inst.rx_fd = Some(rx_fd); // for the keep-alive check
                 inst.cloudi = true;
             }
-            let label = c.instances.get(&a.id).map_or_else(String::new, |i| i.label.clone());
+            let label = c.instance(&a.id).map_or_else(String::new, |i| i.label.clone());
             (a.id, TransIdGen::new(node_id, a.id), label, a.options.timeout_async)
         })
     };
@@ -176,7 +176,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     // The core gave up on this thread, not the process: CloudI kills such a
     // process so that it is restarted (within max_r/max_t). Not one being
     // terminated already (its subscribes are refused meanwhile).
-    let retiring = core.borrow().instances.get(&id).is_some_and(|i| i.retiring);
+    let retiring = core.borrow().instance(&id).is_some_and(|i| i.retiring);
     if !why.starts_with("closed by") && !retiring {
         kill_process(&core, &token, &service, &why);
     }
@@ -188,7 +188,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
         let _ = wr.shutdown().await;
     })
     .await;
-    core.borrow_mut().connection_tasks -= 1;
+    core.borrow_mut().connection_task_ended();
 }
 
 fn put(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
@@ -205,7 +205,7 @@ fn malformed(core: &Shared, token: &str, service: &str, thread_index: u32, why: 
 /// and CloudI restarts such a process. The supervisor sees it exit and
 /// restarts it within max_r/max_t.
 fn kill_process(core: &Shared, token: &str, service: &str, why: &str) {
-    let pid = core.borrow().processes.get(token).and_then(|slot| slot.pid);
+    let pid = core.borrow().process(token).and_then(|slot| slot.pid);
     if let Some(pid) = pid {
         tracing::warn!(service = %service, "killing CloudI API process {pid}: {why}");
         cumulo_sys::signal(pid, libc::SIGKILL);
@@ -278,8 +278,8 @@ impl Adapter {
             {
                 let mut c = core.borrow_mut();
                 let now = Instant::now();
-                c.now = now;
-                if let Some(inst) = c.instances.get_mut(&self.id) {
+                c.set_now(now);
+                if let Some(inst) = c.instance_mut(&self.id) {
                     inst.last_rx = now;
                 }
                 loop {
@@ -329,7 +329,7 @@ impl Adapter {
                     }
                     batch.clear();
                     if std::mem::take(&mut self.pinged) {
-                        if let Some(inst) = core.borrow_mut().instances.get_mut(&self.id) {
+                        if let Some(inst) = core.borrow_mut().instance_mut(&self.id) {
                             inst.last_rx = Instant::now();
                         }
                     }
@@ -368,15 +368,15 @@ impl Adapter {
         Ok(())
     }
 
-    fn protocol_error(&self, c: &mut crate::state::Core, why: &str) -> String {
-        c.stats.protocol_errors += 1;
+    fn protocol_error(&self, c: &mut cumulo_router::Core, why: &str) -> String {
+        c.count_protocol_error();
         format!("protocol error: {why}")
     }
 
     /// One message from the API, as the frame a native SDK would send.
-    fn api_message(&mut self, c: &mut crate::state::Core, m: ApiMessage) -> Result<(), String> {
+    fn api_message(&mut self, c: &mut cumulo_router::Core, m: ApiMessage) -> Result<(), String> {
         let id = self.id;
-        let handle = |c: &mut crate::state::Core, f: Frame| c.handle_frame(id, f).map_err(|e| e.why);
+        let handle = |c: &mut cumulo_router::Core, f: Frame| c.handle_frame(id, f).map_err(|e| e.why);
         match m {
             ApiMessage::Init => return Err("init sent twice".into()),
             ApiMessage::Polling => {
@@ -405,7 +405,7 @@ impl Adapter {
             ApiMessage::SendAsync(s) => {
                 let tid = self.ids.next();
                 handle(c, Frame::SendAsync(native_send(&s, tid)?))?;
-                let until = self.deadline(c.now, s.timeout);
+                let until = self.deadline(c.now(), s.timeout);
                 self.deadlines.insert(tid, until);
                 put(&mut self.out, |b| msg::encode_return_async(b, &tid));
             }
@@ -418,7 +418,7 @@ impl Adapter {
                 let tid = self.ids.next();
                 self.wait(Waiting::Mcast(tid))?;
                 handle(c, Frame::McastAsync(native_send(&s, tid)?))?;
-                self.mcast_deadline = self.deadline(c.now, s.timeout);
+                self.mcast_deadline = self.deadline(c.now(), s.timeout);
             }
             ApiMessage::Forward(s, tid) => {
                 handle(c, Frame::Forward(native_send(&s, tid)?))?;
@@ -436,7 +436,7 @@ impl Adapter {
                 handle(c, Frame::Return(r))?;
             }
             ApiMessage::RecvAsync { timeout, trans_id, consume } => {
-                let deadline = c.now + Duration::from_millis(timeout as u64);
+                let deadline = c.now() + Duration::from_millis(timeout as u64);
                 self.wait(Waiting::Recv { trans_id, consume, deadline })?;
                 self.answer_recv();
             }

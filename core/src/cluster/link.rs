@@ -4,13 +4,13 @@
 
 use super::members::{Membership, Refused};
 use super::wire::{self, Control, Piece};
-use crate::instance::Outbox;
-use crate::registry::InstanceId;
-use crate::state::Shared;
 use async_nats::{Client, ConnectOptions, Event};
 use bytes::{BufMut, Bytes, BytesMut};
 use cumulo_config::cluster::ClusterConfig;
 use cumulo_proto::{Frame, Return, Status};
+use cumulo_router::InstanceId;
+use cumulo_router::Outbox;
+use cumulo_router::Shared;
 use futures_util::StreamExt;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -83,13 +83,13 @@ async fn options(
 /// Connects (in the background: the core starts even when no NATS server is
 /// up) and spawns the cluster task. Fails only on a config it cannot use.
 pub async fn start(cfg: &ClusterConfig, me: String, core: Shared) -> anyhow::Result<Cluster> {
-    let node_id = core.borrow().limits.node_id;
+    let node_id = core.borrow().limits().node_id;
     let membership = Rc::new(RefCell::new(Membership::new(me.clone(), node_id, cfg.name.clone(), cfg.servers.clone())));
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let client = options(cfg, &me, ev_tx).await?.connect(cfg.servers.clone()).await?;
     let ctl = client.subscribe(wire::control_subject(&cfg.name)).await?;
     let data = client.subscribe(wire::data_subject(&cfg.name, &me)).await?;
-    core.borrow_mut().clustered = true;
+    core.borrow_mut().set_clustered();
     tracing::info!("cluster: node '{me}' of cloud '{}' over NATS {}", cfg.name, cfg.servers.join(", "));
     let task = Task {
         client: client.clone(),
@@ -347,7 +347,7 @@ impl Task {
         let from = member.instance;
         drop(m);
         let mut core = self.core.borrow_mut();
-        core.now = Instant::now();
+        core.refresh_now();
         let mut at = 0;
         while let Ok(Some(n)) = cumulo_proto::next_frame_len(&frames[at..], u32::MAX) {
             let frame = &frames[at + cumulo_proto::LEN_PREFIX..at + n];
@@ -388,7 +388,7 @@ impl Task {
         while let Ok(Some(n)) = cumulo_proto::next_frame_len(&frames[at..], u32::MAX) {
             if let Ok(Frame::Request(r)) = cumulo_proto::decode(&frames[at + cumulo_proto::LEN_PREFIX..at + n]) {
                 let mut b = Vec::new();
-                crate::frames::response(&mut b, r.trans_id, Status::NoService, b"", msg.as_bytes());
+                cumulo_router::frames::response(&mut b, r.trans_id, Status::NoService, b"", msg.as_bytes());
                 out.put_slice(&b);
             }
             at += n;
@@ -461,7 +461,7 @@ fn too_large(core: &Shared, instance: InstanceId, frame: &[u8], max_payload: usi
             let msg = why("request");
             tracing::warn!("cluster: {msg}");
             let mut core = core.borrow_mut();
-            core.now = Instant::now();
+            core.refresh_now();
             let refusal = Return {
                 trans_id: r.trans_id,
                 status: Status::TooLarge.code(),
@@ -475,7 +475,7 @@ fn too_large(core: &Shared, instance: InstanceId, frame: &[u8], max_payload: usi
             let msg = why("response");
             tracing::warn!("cluster: {msg}");
             let mut out = Vec::new();
-            crate::frames::response(&mut out, r.trans_id, Status::TooLarge, b"", msg.as_bytes());
+            cumulo_router::frames::response(&mut out, r.trans_id, Status::TooLarge, b"", msg.as_bytes());
             Some(out.into())
         }
         _ => None,

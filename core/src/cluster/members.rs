@@ -3,12 +3,12 @@
 //! so that routing picks among local instances and remote nodes alike.
 
 use super::wire::Control;
-use crate::instance::Outbox;
-use crate::metrics::ServiceMetrics;
-use crate::registry::InstanceId;
-use crate::state::Core;
 use ahash::AHashMap;
 use cumulo_config::ServiceOptions;
+use cumulo_router::Core;
+use cumulo_router::InstanceId;
+use cumulo_router::Outbox;
+use cumulo_router::ServiceMetrics;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Instant, SystemTime};
@@ -158,7 +158,7 @@ impl Membership {
             let metrics = Rc::new(ServiceMetrics::default());
             // The outbox limit: what may wait for the writer task, as for a
             // socket; a node that far behind is treated as gone.
-            let outbox = Outbox::new(core.limits.max_outbox);
+            let outbox = Outbox::new(core.limits().max_outbox);
             let instance = core.admit_remote(format!("node {node}"), options, metrics.clone(), outbox.clone());
             tracing::info!(node = node, node_id, "node {node} joined the cloud '{}'", self.cloud);
             let m = Member {
@@ -186,7 +186,7 @@ impl Membership {
     /// for it is routed again (to a local instance or another node).
     pub fn remove(&mut self, core: &mut Core, node: &str, why: &str) -> bool {
         let Some(m) = self.members.remove(node) else { return false };
-        core.now = Instant::now();
+        core.refresh_now();
         core.remove_instance(m.instance, why);
         m.outbox.close();
         true
@@ -225,13 +225,7 @@ impl Membership {
     /// remote node's answer is not guaranteed as a local instance's is.
     pub fn sweep(&self, core: &mut Core) {
         for m in self.members.values() {
-            let Some(inst) = core.instances.get_mut(&m.instance) else { continue };
-            let before = inst.delivered.len();
-            let inflight = &core.inflight;
-            inst.delivered.retain(|t| inflight.contains_key(t));
-            if inst.delivered.len() < before {
-                core.pump(m.instance);
-            }
+            core.forget_answered(m.instance);
         }
     }
 
@@ -255,7 +249,7 @@ impl Membership {
             }
             // The local limits too (max_pattern, max_wildcards): a pattern
             // over them would be refused by `subscribe` below, unseen.
-            if let Err(why) = core.limits.names.check_pattern(&p) {
+            if let Err(why) = core.limits().names.check_pattern(&p) {
                 refused.push(format!("{p} ({why})"));
                 continue;
             }
@@ -268,7 +262,7 @@ impl Membership {
         if !refused.is_empty() {
             tracing::warn!(node, "node {node}: {} remote patterns ignored, e.g. {}", refused.len(), refused[0]);
         }
-        core.now = Instant::now();
+        core.refresh_now();
         sync_subscriptions(core, m.instance, &mut m.applied, wanted, &format!("node {node}"));
         m.applied_version = version;
         m.announced = m.announced.max(version);
@@ -279,12 +273,12 @@ impl Membership {
     /// pseudo-instances of other nodes): pattern → instance count.
     pub fn snapshot(core: &Core) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
-        for e in core.registry.patterns() {
+        for e in core.registry().patterns() {
             let n = e
                 .instances
                 .iter()
                 .filter(|id| {
-                    core.instances.get(id).is_some_and(|i| !matches!(i.endpoint, crate::instance::Endpoint::Remote(_)))
+                    core.instance(id).is_some_and(|i| !matches!(i.endpoint, cumulo_router::Endpoint::Remote(_)))
                 })
                 .count() as u32;
             if n > 0 {

@@ -4,8 +4,8 @@
 //! a counter reset).
 
 use super::members::Membership;
-use crate::metrics::PromText;
-use crate::state::Core;
+use cumulo_router::Core;
+use cumulo_router::PromText;
 
 pub fn render(p: &mut PromText, core: &Core, m: &Membership) {
     let members: Vec<_> = m.members.values().collect();
@@ -34,7 +34,7 @@ pub fn render(p: &mut PromText, core: &Core, m: &Membership) {
         .sent
         .get());
     per_node!("cumulo_node_requests_in_flight", "gauge", "Requests delivered to the node and not answered yet.", |n| {
-        core.instances.get(&n.instance).map_or(0, |i| i.delivered.len())
+        core.instance(&n.instance).map_or(0, |i| i.delivered.len())
     });
     per_node!(
         "cumulo_node_subscriptions",

@@ -1,7 +1,7 @@
 use super::members::*;
 use super::wire::Control;
-use crate::state::Core;
 use cumulo_config::ServiceOptions;
+use cumulo_router::Core;
 
 fn core() -> Core {
     Core::new(crate::fuzzing::small_limits(), ServiceOptions::default())
@@ -26,14 +26,14 @@ fn remote_state_is_bounded_and_validated() {
         ("/zero".to_string(), 0),
     ];
     m.apply_state(&mut core, "b", 1, patterns);
-    assert_eq!(core.registry.count("/a/*", id), 3, "once per remote instance");
+    assert_eq!(core.registry().count("/a/*", id), 3, "once per remote instance");
     assert_eq!(m.members["b"].applied.len(), 1, "invalid, too long and empty patterns are not kept");
     // a smaller count, then nothing
     m.apply_state(&mut core, "b", 2, vec![("/a/*".into(), 1)]);
-    assert_eq!(core.registry.count("/a/*", id), 1);
+    assert_eq!(core.registry().count("/a/*", id), 1);
     m.apply_state(&mut core, "b", 3, vec![]);
-    assert_eq!(core.registry.count("/a/*", id), 0);
-    assert!(core.registry.lookup("/a/x").is_none());
+    assert_eq!(core.registry().count("/a/*", id), 0);
+    assert!(core.registry_mut().lookup("/a/x").is_none());
     // too many patterns and subscriptions: the rest is ignored, counts clamped
     let many: Vec<(String, u32)> = (0..MAX_REMOTE_PATTERNS + 5).map(|i| (format!("/p/{i}"), 1)).collect();
     m.apply_state(&mut core, "b", 4, many);
@@ -59,10 +59,10 @@ fn identities_are_checked_and_a_restart_replaces_the_node() {
     assert!(joined);
     let second = again.instance;
     assert_ne!(first, second);
-    assert!(!core.instances.contains_key(&first));
-    assert!(core.registry.lookup("/b/x").is_none(), "the old incarnation's patterns went with it");
+    assert!(!core.has_instance(&first));
+    assert!(core.registry_mut().lookup("/b/x").is_none(), "the old incarnation's patterns went with it");
     assert!(m.remove(&mut core, "b", "test"));
-    assert!(!core.instances.contains_key(&second) && m.members.is_empty());
+    assert!(!core.has_instance(&second) && m.members.is_empty());
 }
 
 #[test]
@@ -70,7 +70,7 @@ fn the_local_snapshot_leaves_out_other_nodes() {
     let (mut core, mut m) = (core(), membership());
     let id = m.touch(&mut core, "b", 2, 3).0.instance;
     m.apply_state(&mut core, "b", 1, vec![("/remote/*".into(), 2)]);
-    assert!(core.registry.count("/remote/*", id) == 2);
+    assert!(core.registry().count("/remote/*", id) == 2);
     assert!(Membership::snapshot(&core).is_empty(), "remote patterns are not announced again");
     m.local = Membership::snapshot(&core);
     match m.state() {

@@ -1,11 +1,11 @@
 //! The API an internal service instance uses: the calls of an external
 //! instance, as direct calls into the core's state instead of frames.
 
-use crate::instance::{InternalInbox, OwnedRequest, Response};
-use crate::registry::InstanceId;
-use crate::state::Shared;
 use cumulo_proto::{Return, Send, Status, TransId, TransIdGen};
+use cumulo_router::InstanceId;
 use cumulo_router::RouteError;
+use cumulo_router::Shared;
+use cumulo_router::{InternalInbox, OwnedRequest, Response};
 use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
@@ -32,16 +32,16 @@ impl InternalApi {
         core: &Shared,
         prefix: &str,
         options: Rc<cumulo_config::ServiceOptions>,
-        metrics: Rc<crate::metrics::ServiceMetrics>,
-        service: crate::instance::ServiceId,
+        metrics: Rc<cumulo_router::ServiceMetrics>,
+        service: cumulo_router::ServiceId,
         process_index: u32,
         process_count: u32,
         thread_count: u32,
     ) -> Result<InternalApi, RouteError> {
         let mut c = core.borrow_mut();
-        let inbox = Rc::new(InternalInbox::new(c.limits.max_outbox));
+        let inbox = Rc::new(InternalInbox::new(c.limits().max_outbox));
         let id = c.admit_internal(prefix, options, metrics, inbox.clone(), service, process_index)?;
-        let node = c.limits.node_id;
+        let node = c.limits().node_id;
         Ok(InternalApi {
             core: core.clone(),
             id,
@@ -55,7 +55,7 @@ impl InternalApi {
     }
 
     /// The core's state, with its clock read for this call.
-    fn core(&self) -> std::cell::RefMut<'_, crate::state::Core> {
+    fn core(&self) -> std::cell::RefMut<'_, cumulo_router::Core> {
         let mut c = self.core.borrow_mut();
         c.refresh_now();
         c
@@ -69,8 +69,7 @@ impl InternalApi {
         let (options, metrics) = {
             let c = self.core.borrow();
             let me = c
-                .instances
-                .get(&self.id)
+                .instance(&self.id)
                 .ok_or_else(|| RouteError::new(Status::ShuttingDown, "the gateway's instance is gone"))?;
             (me.options.clone(), me.metrics.clone())
         };
@@ -89,7 +88,7 @@ impl InternalApi {
     /// Says that this instance (an HTTP gateway) can take open files a
     /// filesystem service of this core hands over (stream.rs).
     pub fn take_file_handles(&self) {
-        if let Some(me) = self.core.borrow_mut().instances.get_mut(&self.id) {
+        if let Some(me) = self.core.borrow_mut().instance_mut(&self.id) {
             me.takes_file_handles = true;
         }
     }
@@ -97,12 +96,12 @@ impl InternalApi {
     /// Whether `sender` (a request's sender: forwards keep it) can take an
     /// open file instead of the bytes. Only an instance of this core can.
     pub fn takes_file_handles(&self, sender: InstanceId) -> bool {
-        self.core.borrow().instances.get(&sender).is_some_and(|i| i.takes_file_handles)
+        self.core.borrow().instance(&sender).is_some_and(|i| i.takes_file_handles)
     }
 
     /// The longest service name the core accepts (`core.max_name`).
     pub fn max_name(&self) -> usize {
-        self.core.borrow().limits.names.max_name
+        self.core.borrow().limits().names.max_name
     }
 
     pub fn subscribe(&self, pattern: &str) -> Result<(), RouteError> {
@@ -240,7 +239,7 @@ impl InternalApi {
 impl Drop for InternalApi {
     fn drop(&mut self) {
         if let Ok(mut c) = self.core.try_borrow_mut() {
-            c.reports.remove_owner(u64::from(self.id));
+            c.reports_mut().remove_owner(u64::from(self.id));
             c.remove_instance(self.id, "internal service stopped");
         }
     }
@@ -264,7 +263,7 @@ impl cumulo_service::ServiceApi for InternalApi {
         self.thread_count
     }
     fn max_request(&self) -> usize {
-        self.core.borrow().limits.max_frame as usize
+        self.core.borrow().limits().max_frame as usize
     }
     fn subscribe(&self, pattern: &str) -> Result<(), cumulo_service::ServiceError> {
         InternalApi::subscribe(self, pattern).map_err(Into::into)
@@ -297,7 +296,7 @@ impl cumulo_service::ServiceApi for InternalApi {
         self.takes_file_handles(req.sender)
     }
     fn report(&self, report: Rc<dyn cumulo_service::Report>) {
-        self.core.borrow_mut().reports.set(u64::from(self.id), report);
+        self.core.borrow_mut().reports_mut().set(u64::from(self.id), report);
     }
 }
 
@@ -315,8 +314,8 @@ mod tests {
     #[test]
     fn an_internal_inbox_is_bounded_in_bytes_and_the_rest_queue_then_fail_queue_full() {
         run(async {
-            let limits = crate::state::Limits { max_outbox: 8 * 1024, ..small_limits() };
-            let core: Shared = Rc::new(RefCell::new(crate::state::Core::new(limits, ServiceOptions::default())));
+            let limits = cumulo_router::Limits { max_outbox: 8 * 1024, ..small_limits() };
+            let core: Shared = Rc::new(RefCell::new(cumulo_router::Core::new(limits, ServiceOptions::default())));
             let options = Rc::new(ServiceOptions { queue_limit: 2, ..ServiceOptions::default() });
             let slow = InternalApi::connect(&core, "/slow/", options, Rc::default(), 0, 0, 1, 1).unwrap();
             slow.subscribe("*").unwrap();
@@ -354,8 +353,8 @@ mod tests {
     #[test]
     fn uncollected_async_answers_are_bounded_oldest_dropped() {
         run(async {
-            let limits = crate::state::Limits { max_outbox: 8 * 1024, ..small_limits() };
-            let core: Shared = Rc::new(RefCell::new(crate::state::Core::new(limits, ServiceOptions::default())));
+            let limits = cumulo_router::Limits { max_outbox: 8 * 1024, ..small_limits() };
+            let core: Shared = Rc::new(RefCell::new(cumulo_router::Core::new(limits, ServiceOptions::default())));
             let server = InternalApi::connect(&core, "/server/", Rc::default(), Rc::default(), 0, 0, 1, 1).unwrap();
             server.subscribe("*").unwrap();
             let sender = InternalApi::connect(&core, "/sender/", Rc::default(), Rc::default(), 0, 0, 1, 1).unwrap();

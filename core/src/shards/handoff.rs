@@ -6,16 +6,16 @@
 pub use cumulo_router::shards::handoff::*;
 
 use super::{Envelope, Message};
-use crate::state::Shared;
+use cumulo_router::Shared;
 use std::rc::Rc;
 use tokio::sync::mpsc;
 
 /// Sends the orders shard `me` makes, in the order it made them.
 pub(super) async fn send_orders(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
-    let wake = core.borrow().handoff.wake();
+    let wake = core.borrow().handoff().wake();
     loop {
         wake.notified().await;
-        let orders = core.borrow_mut().handoff.take_orders();
+        let orders = core.borrow_mut().handoff_mut().take_orders();
         for (to, order) in orders {
             let Some(tx) = peers.get(to as usize) else { continue };
             if tx.send(Envelope { from: me, message: Message::Order(order) }).await.is_err() {
@@ -46,11 +46,11 @@ async fn serve_adopted(core: Shared, a: Adoption, reply: mpsc::Sender<Envelope>)
             tracing::warn!(
                 instance = id,
                 "shard {}: cannot serve a connection handed over: {why}",
-                core.borrow().shard.index
+                core.borrow().shard().index
             );
             false
         }
     };
-    let me = core.borrow().shard.index;
+    let me = core.borrow().shard().index;
     let _ = reply.send(Envelope { from: me, message: Message::Gone { id, hung } }).await;
 }

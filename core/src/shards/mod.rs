@@ -42,14 +42,13 @@ pub mod thread;
 /// carry a sender's dest_refresh between shards.
 pub use cumulo_router::shards::{mirror, policy_bits, policy_of, turns, FLAGS_MASK};
 
-use crate::instance::{Endpoint, Outbox};
-use crate::registry::InstanceId;
-use crate::state::{Core, ShardIndex, Shared};
 use cumulo_config::ServiceOptions;
 use cumulo_proto::Frame;
+use cumulo_router::InstanceId;
+use cumulo_router::{Core, ShardIndex, Shared};
+use cumulo_router::{Endpoint, Outbox};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::sync::{mpsc, Notify};
 
 /// Messages waiting in one shard's inbox at most (each a batch of frames or
@@ -188,8 +187,8 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
     {
         let mut c = core.borrow_mut();
         c.set_shard(ShardIndex { index, count });
-        c.registry.journal.on = true;
-        c.turns = Some(turns);
+        c.registry_mut().journal.on = true;
+        c.set_turns(turns);
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == index {
                 continue;
@@ -197,18 +196,18 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             // Requests from another shard are served here, closest first:
             // by this shard's instances, else sent on to another node.
             let options = Rc::new(ServiceOptions::shard());
-            let outbox = Outbox::new(c.limits.max_outbox);
+            let outbox = Outbox::new(c.limits().max_outbox);
             let id = c.admit_shard(format!("shard {j}"), options, Rc::default(), outbox.clone());
             // Shards 1.. run HTTP gateways only, which take the open files
             // and cached bytes a filesystem service here hands over (the
             // table is the process's, internal/filesystem/stream.rs).
             if j != 0 {
-                if let Some(i) = c.instances.get_mut(&id) {
+                if let Some(i) = c.instance_mut(&id) {
                     i.takes_file_handles = true;
                 }
             }
             pseudo[j] = id;
-            c.registry.journal.skip.push(id);
+            c.registry_mut().journal.skip.push(id);
             tokio::task::spawn_local(writer(core.clone(), index, j as u32, id, outbox, tx.clone()));
         }
     }
@@ -240,7 +239,7 @@ async fn writer(core: Shared, me: u32, to: u32, id: InstanceId, outbox: Rc<Outbo
         let why = format!("shard {to} fell more than core.max_outbox behind");
         tracing::error!("shard {me}: {why}: requests there fail and it is no longer routed to");
         let mut c = core.borrow_mut();
-        c.now = Instant::now();
+        c.refresh_now();
         c.remove_instance(id, &why);
     }
 }
@@ -264,7 +263,7 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine)
         match message {
             Message::Frames(frames) => {
                 let mut c = core.borrow_mut();
-                c.now = Instant::now();
+                c.refresh_now();
                 take_frames(&mut c, id, &frames);
             }
             Message::Subscriptions { sequence, changes } => {
@@ -274,14 +273,14 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine)
                 }
                 *last = sequence;
                 let mut c = core.borrow_mut();
-                c.now = Instant::now();
-                if c.instances.contains_key(&id) {
+                c.refresh_now();
+                if c.has_instance(&id) {
                     apply_changes(&mut c, id, &changes, from);
                     // The message's strings go first, so that a trim
                     // returns their pages too.
                     drop(changes);
-                    let now = c.now;
-                    c.registry.give_back_memory(now);
+                    let now = c.now();
+                    c.registry_mut().give_back_memory(now);
                 }
             }
             Message::Gateway(order) => gateways.apply(&core, order),
@@ -314,7 +313,7 @@ fn apply_changes(core: &mut Core, id: InstanceId, changes: &[mirror::Change], fr
         }
         if done != 0 {
             let shared: Rc<str> = Rc::from(pattern);
-            core.mirrors.entry(id).or_default().apply(&shared, change.instance, done, change.many);
+            core.mirror_mut(id).apply(&shared, change.instance, done, change.many);
         }
     }
 }
@@ -345,7 +344,7 @@ pub fn take_frames(core: &mut Core, from: InstanceId, frames: &[u8]) {
 /// Broadcasts the changes to this shard's own subscriptions to the others
 /// (a burst of changes is one message).
 async fn replicate(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
-    let changed = core.borrow().registry.journal.changed.clone();
+    let changed = core.borrow().registry().journal.changed.clone();
     let mut sequence = 0u64;
     loop {
         changed.notified().await;
@@ -353,10 +352,10 @@ async fn replicate(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
         tokio::task::yield_now().await;
         let changes: Arc<[mirror::Change]> = {
             let mut c = core.borrow_mut();
-            let taken = c.registry.journal.take();
+            let taken = c.registry_mut().journal.take();
             // Another node's pseudo-instance here stands for its instances
             // there: the other shards give it one copy per subscription.
-            let many = |i: InstanceId| c.instances.get(&i).is_some_and(|x| matches!(x.endpoint, Endpoint::Remote(_)));
+            let many = |i: InstanceId| c.instance(&i).is_some_and(|x| matches!(x.endpoint, Endpoint::Remote(_)));
             taken
                 .into_iter()
                 .map(|(p, instance, delta)| mirror::Change {

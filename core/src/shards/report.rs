@@ -15,10 +15,10 @@
 //! instance answered, requests in flight on the sender's shard.
 
 use super::{Envelope, Message};
-use crate::instance::{Endpoint, ServiceId};
-use crate::metrics::{ServiceCounts, ServiceMetrics, Stats};
-use crate::registry::InstanceId;
-use crate::state::Core;
+use cumulo_router::Core;
+use cumulo_router::InstanceId;
+use cumulo_router::{Endpoint, ServiceId};
+use cumulo_router::{ServiceCounts, ServiceMetrics, Stats};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -77,14 +77,14 @@ pub struct InstanceReport {
 /// supervisor's; the others: their gateways'); the counters of instances of
 /// other services are added once each (instances of a service share them).
 pub fn snapshot(core: &Core, shard: u32, services: &[(ServiceId, Rc<ServiceMetrics>)]) -> ShardReport {
-    let mut report = ShardReport { shard, stats: core.stats.clone(), ..ShardReport::default() };
+    let mut report = ShardReport { shard, stats: core.stats().clone(), ..ShardReport::default() };
     let mut by_service = ByService::default();
     for (id, metrics) in services {
         by_service.entry(Some(*id), metrics);
     }
-    by_service.entry(None, &core.unmanaged_metrics);
+    by_service.entry(None, core.unmanaged_metrics());
     let mut shard_pseudo = Vec::new();
-    for inst in core.instances.values() {
+    for inst in core.instances() {
         match &inst.endpoint {
             Endpoint::Shard(_) => {
                 // Requests another shard sent here were counted there as they
@@ -115,9 +115,9 @@ pub fn snapshot(core: &Core, shard: u32, services: &[(ServiceId, Rc<ServiceMetri
         }
     }
     report.in_flight = if shard_pseudo.is_empty() {
-        core.inflight.len() as u64
+        core.in_flight() as u64
     } else {
-        core.inflight.values().filter(|f| !shard_pseudo.contains(&f.sender)).count() as u64
+        core.in_flight_senders().filter(|s| !shard_pseudo.contains(s)).count() as u64
     };
     report.connections = core.connections() as u64;
     report.instances.sort_by_key(|i| i.id);

@@ -6,11 +6,12 @@
 
 use super::*;
 use crate::fuzzing::small_limits;
-use crate::instance::Endpoint;
 use cumulo_config::{DestRefresh, ServiceOptions};
 use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
+use cumulo_router::Endpoint;
 use std::cell::RefCell;
 use std::time::Duration;
+use std::time::Instant;
 
 /// A frame a client received, owned.
 #[derive(Debug, Clone)]
@@ -36,13 +37,13 @@ impl Client {
     fn connect(core: &Shared, prefix: &str, window: u32) -> Client {
         let out = Outbox::new(1 << 20);
         let a = core.borrow_mut().admit("", prefix, 0, window, Endpoint::Socket(out.clone())).expect("admitted");
-        let node = core.borrow().limits.node_id;
+        let node = core.borrow().limits().node_id;
         Client { core: core.clone(), id: a.id, out, ids: RefCell::new(TransIdGen::new(node, a.id)) }
     }
 
     fn frame(&self, f: Frame<'_>) {
         let mut c = self.core.borrow_mut();
-        c.now = Instant::now();
+        c.refresh_now();
         c.handle_frame(self.id, f).expect("a well-formed frame");
     }
 
@@ -148,7 +149,7 @@ fn a_request_crosses_shards_and_its_answer_comes_back() {
         let server = Client::connect(&b, "/s/", 1);
         server.subscribe("echo");
         settle().await;
-        assert_eq!(a.borrow_mut().registry.lookup("/s/echo").map(|e| e.instances.len()), Some(1), "replicated");
+        assert_eq!(a.borrow_mut().registry_mut().lookup("/s/echo").map(|e| e.instances.len()), Some(1), "replicated");
         let client = Client::connect(&a, "/c/", 1);
         let tid = client.send("/s/echo", b"hello", 5000, 0);
         settle().await;
@@ -160,7 +161,7 @@ fn a_request_crosses_shards_and_its_answer_comes_back() {
         let resp = client.responses();
         assert_eq!(resp.len(), 1);
         assert_eq!((resp[0].trans_id, resp[0].status, &resp[0].body[..]), (tid, 0, &b"world"[..]));
-        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty(), "nothing left in flight");
+        assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0, "nothing left in flight");
         // The pseudo-instances hold no connection.
         assert_eq!((a.borrow().connections(), b.borrow().connections()), (1, 1));
     });
@@ -226,7 +227,7 @@ fn mcast_to_thousands_of_instances_of_another_shard_reaches_every_one() {
     crate::fuzzing::run(async {
         let mut ends = channels(2);
         let (e1, e0) = (ends.pop().unwrap(), ends.pop().unwrap());
-        let limits = crate::state::Limits {
+        let limits = cumulo_router::Limits {
             max_connections: SERVERS as u32 + 16,
             max_queued_bytes: 64 << 20,
             max_sender_queued_bytes: 64 << 20,
@@ -368,9 +369,9 @@ fn a_request_routed_back_to_its_shard_gets_one_true_answer() {
         for (n, status, body) in [&got[0], &got[2], &got[3]] {
             assert!(*status == 0 && body == b"near" || *n == 3 && *status == Status::NoService.code(), "{got:?}");
         }
-        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0);
         let pseudo = |c: &Shared| {
-            c.borrow().instances.values().filter(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len()).sum::<usize>()
+            c.borrow().instances().filter(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len()).sum::<usize>()
         };
         assert_eq!((pseudo(&a), pseudo(&b)), (0, 0), "no entry left behind on either side");
     });
@@ -382,7 +383,7 @@ fn round_robin_takes_every_instance_of_both_shards_in_turn_from_either_shard() {
         let (a, b) = two_shards();
         let rr = Rc::new(ServiceOptions { dest_refresh: DestRefresh::RoundRobin, ..ServiceOptions::default() });
         for c in [&a, &b] {
-            c.borrow_mut().unmanaged_options = rr.clone();
+            c.borrow_mut().set_unmanaged_options(rr.clone());
         }
         let servers = [
             Client::connect(&a, "/w/", 64),
@@ -435,7 +436,7 @@ fn a_forward_crosses_shards_twice_and_the_sender_gets_the_final_answer() {
         let resp = client.responses();
         assert_eq!(resp.len(), 1);
         assert_eq!((resp[0].status, &resp[0].body[..]), (0, &b"final"[..]));
-        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0);
     });
 }
 
@@ -496,9 +497,9 @@ fn a_request_to_another_shard_times_out_once_and_a_late_answer_is_dropped() {
         server.ret(tid, b"late");
         settle().await;
         assert!(client.responses().is_empty(), "a late answer is dropped");
-        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0);
         // The pseudo-instance's window place is given back.
-        let pseudo = a.borrow().instances.values().find(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len());
+        let pseudo = a.borrow().instances().find(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len());
         assert_eq!(pseudo, Some(0));
     });
 }
@@ -533,9 +534,9 @@ fn an_instance_dying_fails_at_once_what_it_held_from_both_shards() {
             no_service += resp.iter().filter(|r| r.status == Status::NoService.code()).count();
         }
         assert_eq!((crashed, no_service), (4, 2));
-        assert!(a.borrow().inflight.is_empty() && b.borrow().inflight.is_empty());
+        assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0);
         // Its pattern is gone from the other shard too.
-        assert!(a.borrow_mut().registry.lookup("/s/d").is_none());
+        assert!(a.borrow_mut().registry_mut().lookup("/s/d").is_none());
     });
 }
 
@@ -547,10 +548,14 @@ fn subscriptions_changed_at_run_time_reach_the_other_shard() {
         server.subscribe("x");
         server.subscribe("x");
         settle().await;
-        assert_eq!(a.borrow_mut().registry.lookup("/s/x").map(|e| e.instances.len()), Some(2), "one per subscription");
+        assert_eq!(
+            a.borrow_mut().registry_mut().lookup("/s/x").map(|e| e.instances.len()),
+            Some(2),
+            "one per subscription"
+        );
         b.borrow_mut().unsubscribe(server.id, "x").unwrap();
         settle().await;
-        assert_eq!(a.borrow_mut().registry.lookup("/s/x").map(|e| e.instances.len()), Some(1));
+        assert_eq!(a.borrow_mut().registry_mut().lookup("/s/x").map(|e| e.instances.len()), Some(1));
         b.borrow_mut().unsubscribe(server.id, "x").unwrap();
         settle().await;
         let client = Client::connect(&a, "/c/", 1);
@@ -568,7 +573,7 @@ fn instance_ids_and_multicast_stamps_never_meet_across_shards() {
         let ids_a: Vec<_> = (0..5).map(|_| Client::connect(&a, "/c/", 1).id).collect();
         let ids_b: Vec<_> = (0..5).map(|_| Client::connect(&b, "/c/", 1).id).collect();
         assert!(ids_a.iter().all(|i| i % 2 == 1) && ids_b.iter().all(|i| i % 2 == 0), "{ids_a:?} {ids_b:?}");
-        let (sa, sb) = (a.borrow_mut().ids.next(), b.borrow_mut().ids.next());
+        let (sa, sb) = (a.borrow_mut().next_trans_id(), b.borrow_mut().next_trans_id());
         assert_ne!(sa.instance_id(), sb.instance_id());
     });
 }
@@ -596,7 +601,7 @@ fn across_real_threads() {
         let core = Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
         let links = attach(&core, e0);
         tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
-        while core.borrow_mut().registry.lookup("/echo/x").is_none() {
+        while core.borrow_mut().registry_mut().lookup("/echo/x").is_none() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let client = Client::connect(&core, "/c/", 64);
@@ -808,7 +813,7 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// A managed process slot on shard 0 (as the supervisor makes one).
 fn process_slot(core: &Shared, token: &str, process_index: u32, threads: u32) {
-    let slot = crate::state::ProcessSlot {
+    let slot = cumulo_router::ProcessSlot {
         service: 7,
         prefix: Rc::from("/s/"),
         process_index,
@@ -822,7 +827,7 @@ fn process_slot(core: &Shared, token: &str, process_index: u32, threads: u32) {
         ready: Rc::new(Notify::new()),
         pid: None,
     };
-    core.borrow_mut().processes.insert(Rc::from(token), slot);
+    core.borrow_mut().add_process(Rc::from(token), slot);
 }
 
 /// Shard 0's instance listener on a fresh socket path.
@@ -842,13 +847,13 @@ fn a_service_connection_is_handed_to_its_shard_routed_to_from_both_retired_and_i
         let path = listen(&a, "served");
         let mut w = Wire::connect(&path, "t1", 0).await;
         let id = w.expect("WELCOME").await.instance;
-        assert_eq!(a.borrow().handoff.shard_of.get(&id), Some(&(1, 7)), "shard 0 holds it as served by shard 1");
-        assert!(!a.borrow().instances.contains_key(&id) && b.borrow().instances.contains_key(&id));
+        assert_eq!(a.borrow().handoff().shard_of.get(&id), Some(&(1, 7)), "shard 0 holds it as served by shard 1");
+        assert!(!a.borrow().has_instance(&id) && b.borrow().has_instance(&id));
         assert_eq!(a.borrow().process_shards("t1"), vec![1]);
         assert_eq!(a.borrow().connections(), 1, "counted against max_connections on shard 0");
         let sub = cumulo_proto::Control { req_id: 1, pattern: "x" };
         w.write(&Frame::Subscribe(sub)).await;
-        until("replicated", || a.borrow_mut().registry.lookup("/s/x").is_some()).await;
+        until("replicated", || a.borrow_mut().registry_mut().lookup("/s/x").is_some()).await;
 
         // Routed to from shard 0 and from shard 1.
         for (core, body) in [(&a, &b"zero"[..]), (&b, &b"one"[..])] {
@@ -872,7 +877,7 @@ fn a_service_connection_is_handed_to_its_shard_routed_to_from_both_retired_and_i
         assert_eq!(w.expect("REQUEST").await.trans_id, held);
         a.borrow_mut().retire_process("t1", 1000, "process stopped");
         w.expect("TERMINATE").await;
-        until("unsubscribed everywhere", || a.borrow_mut().registry.lookup("/s/x").is_none()).await;
+        until("unsubscribed everywhere", || a.borrow_mut().registry_mut().lookup("/s/x").is_none()).await;
 
         // Its death on shard 1 fails what it held (CRASHED) and frees shard
         // 0's process slot.
@@ -885,7 +890,7 @@ fn a_service_connection_is_handed_to_its_shard_routed_to_from_both_retired_and_i
         .await;
         assert_eq!((got[0].trans_id, got[0].status), (held, Status::Crashed.code()));
         until("slot freed", || a.borrow().process_instances("t1").is_empty()).await;
-        assert!(a.borrow().handoff.shard_of.is_empty() && !b.borrow().instances.contains_key(&id));
+        assert!(a.borrow().handoff().shard_of.is_empty() && !b.borrow().has_instance(&id));
         assert_eq!(a.borrow().connections(), 2, "the two clients only");
         let _ = std::fs::remove_file(&path);
     });
@@ -901,13 +906,13 @@ fn process_zero_stays_on_shard_zero_and_closest_keeps_traffic_on_each_shard() {
         let mut w0 = Wire::connect(&path, "t0", 0).await;
         let mut w1 = Wire::connect(&path, "t1", 0).await;
         let (id0, id1) = (w0.expect("WELCOME").await.instance, w1.expect("WELCOME").await.instance);
-        assert!(a.borrow().instances.contains_key(&id0), "process 0 on shard 0");
-        assert!(b.borrow().instances.contains_key(&id1), "process 1 on shard 1");
+        assert!(a.borrow().has_instance(&id0), "process 0 on shard 0");
+        assert!(b.borrow().has_instance(&id1), "process 1 on shard 1");
         for w in [&mut w0, &mut w1] {
             w.write(&Frame::Subscribe(cumulo_proto::Control { req_id: 1, pattern: "x" })).await;
         }
         until("both replicated", || {
-            let n = |c: &Shared| c.borrow_mut().registry.lookup("/s/x").map_or(0, |e| e.instances.len());
+            let n = |c: &Shared| c.borrow_mut().registry_mut().lookup("/s/x").map_or(0, |e| e.instances.len());
             n(&a) == 2 && n(&b) == 2
         })
         .await;
@@ -945,7 +950,7 @@ fn unmanaged_instances_stay_on_the_shard_that_admitted_them() {
             ids.push(w.expect("WELCOME").await.instance);
             wires.push(w);
         }
-        assert!(ids.iter().all(|i| a.borrow().instances.contains_key(i)), "all on shard 0");
+        assert!(ids.iter().all(|i| a.borrow().has_instance(i)), "all on shard 0");
         assert_eq!(b.borrow().connections(), 0);
         let _ = std::fs::remove_file(&path);
     });

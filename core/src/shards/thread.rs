@@ -8,10 +8,10 @@
 
 use super::{Ends, GatewayOrder};
 use crate::internal::InternalApi;
-use crate::metrics::ServiceMetrics;
-use crate::registry::InstanceId;
-use crate::state::{Core, Shared};
 use cumulo_config::Config;
+use cumulo_router::InstanceId;
+use cumulo_router::ServiceMetrics;
+use cumulo_router::{Core, Shared};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -45,7 +45,7 @@ async fn serve(cfg: Config, ends: Ends) {
     core.borrow_mut().begin_shutdown(terminate);
     links.gateways.stop_all(&core);
     let end = Instant::now() + Duration::from_millis(terminate as u64);
-    while !core.borrow().inflight.is_empty() && Instant::now() < end {
+    while core.borrow().in_flight() != 0 && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     core.borrow_mut().finish_shutdown();
@@ -56,7 +56,7 @@ async fn serve(cfg: Config, ends: Ends) {
     while core.borrow().open_connections() > 0 && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tracing::debug!("shard {index} stopped; {}", core.borrow().stats);
+    tracing::debug!("shard {index} stopped; {}", core.borrow().stats());
 }
 
 /// The keep-alive round of the service connections handed to this shard,
@@ -65,7 +65,7 @@ async fn serve(cfg: Config, ends: Ends) {
 /// subscriptions that went to the system (a trim deferred by the
 /// registry's rate limit happens on a later round).
 async fn keepalive(core: Shared) {
-    let every = core.borrow().limits.keepalive;
+    let every = core.borrow().limits().keepalive;
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut nonce = 0u64;

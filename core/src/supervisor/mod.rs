@@ -23,9 +23,9 @@ mod service;
 pub use operations::{OpError, ServiceChanges};
 pub use service::{ProcState, Service, Slot, SlotState, StopReason};
 
-use crate::instance::ServiceId;
-use crate::state::Shared;
 use cumulo_config::ServiceConfig;
+use cumulo_router::ServiceId;
+use cumulo_router::Shared;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;

@@ -3,8 +3,8 @@
 
 use super::process::KILL_GRACE;
 use super::{ProcState, SlotState, StopReason, Supervisor};
-use crate::instance::ServiceId;
 use cumulo_config::ServiceConfig;
+use cumulo_router::ServiceId;
 use std::rc::Rc;
 use std::time::Duration;
 

@@ -4,10 +4,10 @@
 //! its output and how it ended.
 
 use super::{ProcState, Service, Slot, StopReason, Supervisor};
-use crate::instance::ServiceId;
-use crate::metrics::bump;
-use crate::state::ProcessSlot;
 use cumulo_config::{Protocol, ServiceConfig};
+use cumulo_router::bump;
+use cumulo_router::ProcessSlot;
+use cumulo_router::ServiceId;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::rc::Rc;
@@ -30,7 +30,7 @@ impl Supervisor {
             let cfg = svc.config().clone();
             let token: Rc<str> = Rc::from(new_token());
             let ready = Rc::new(Notify::new());
-            self.core.borrow_mut().processes.insert(
+            self.core.borrow_mut().add_process(
                 token.clone(),
                 ProcessSlot {
                     service: svc.id,
@@ -60,7 +60,7 @@ impl Supervisor {
                     Outcome::Exited
                 }
             };
-            self.core.borrow_mut().processes.remove(&token);
+            self.core.borrow_mut().remove_process(&token);
             *slot.token.borrow_mut() = None;
             slot.pid.set(None);
             match outcome {
@@ -156,7 +156,7 @@ impl Supervisor {
             tokio::task::spawn_local(task);
         }
         let pid = child.id();
-        if let Some(slot) = self.core.borrow_mut().processes.get_mut(token) {
+        if let Some(slot) = self.core.borrow_mut().process_mut(token) {
             slot.pid = pid;
         }
         tracing::info!(service = %svc.prefix, service_id = svc.id, process = index, "process {index} started (pid {})", pid.unwrap_or(0));
@@ -185,7 +185,7 @@ impl Supervisor {
         tokio::select! {
             _ = ready.notified() => {}
             _ = tokio::time::sleep(init) => {
-                let connected = self.core.borrow().processes.get(token)
+                let connected = self.core.borrow().process(token)
                     .map_or(0, |s| s.threads.iter().filter(|t| t.is_some()).count());
                 tracing::error!(service = %svc.prefix, service_id = svc.id, process = index,
                     "init failed: {connected} of {} threads connected within timeout_init ({} ms); killing it",

@@ -1,10 +1,10 @@
 //! The services and process slots the supervisor runs, as the admin API
 //! sees them: their state, their processes, their instances.
 
-use crate::instance::ServiceId;
-use crate::metrics::ServiceMetrics;
-use crate::registry::InstanceId;
 use cumulo_config::{ServiceConfig, ServiceOptions};
+use cumulo_router::InstanceId;
+use cumulo_router::ServiceId;
+use cumulo_router::ServiceMetrics;
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -83,16 +83,16 @@ impl Slot {
     }
 
     /// The instances this slot's process (or internal threads) opened.
-    pub fn instances(&self, core: &crate::state::Core) -> Vec<InstanceId> {
+    pub fn instances(&self, core: &cumulo_router::Core) -> Vec<InstanceId> {
         match &*self.token.borrow() {
             Some(t) => core.process_instances(t),
-            None => self.internal_ids.borrow().iter().copied().filter(|i| core.instances.contains_key(i)).collect(),
+            None => self.internal_ids.borrow().iter().copied().filter(|i| core.has_instance(i)).collect(),
         }
     }
 
     /// The shard serving each connected instance of its process, in
     /// thread order (an internal slot's run on shard 0).
-    pub fn shards(&self, core: &crate::state::Core) -> Vec<u32> {
+    pub fn shards(&self, core: &cumulo_router::Core) -> Vec<u32> {
         match &*self.token.borrow() {
             Some(t) => core.process_shards(t),
             None => vec![0; self.instances(core).len()],
@@ -100,8 +100,8 @@ impl Slot {
     }
 
     /// Patterns its instances subscribe (counted once per subscription).
-    pub fn subscriptions(&self, core: &crate::state::Core) -> usize {
-        self.instances(core).iter().filter_map(|i| core.instances.get(i)).map(|i| i.subscriptions.len()).sum()
+    pub fn subscriptions(&self, core: &cumulo_router::Core) -> usize {
+        self.instances(core).iter().filter_map(|i| core.instance(i)).map(|i| i.subscriptions.len()).sum()
     }
 
     pub(super) async fn wait_stopped(&self) {

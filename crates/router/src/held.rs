@@ -53,6 +53,7 @@ impl Parked {
     }
 
     /// Distinct names waiting (what a wildcard subscription looks through).
+    #[cfg(test)]
     pub fn names(&self) -> usize {
         self.by_name.len()
     }
@@ -124,6 +125,7 @@ impl OwnedRequest {
 
 impl Holds {
     /// Bytes held core-wide.
+    #[cfg(test)]
     pub fn total(&self) -> usize {
         self.total
     }

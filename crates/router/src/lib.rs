@@ -21,22 +21,29 @@
 //! No HTTP, NATS or WebSocket library reaches this crate: its manifest and
 //! `core/tests/architecture.rs` say so.
 
-pub mod close_reason;
+mod close_reason;
 mod error;
 pub mod frames;
-pub mod held;
-pub mod instance;
-pub mod metrics;
-pub mod queue;
-pub mod registry;
+mod held;
+mod instance;
+mod metrics;
+mod queue;
+mod registry;
 mod remote;
-pub mod routing;
-pub mod rules;
+mod routing;
+mod rules;
 pub mod shards;
-pub mod state;
+mod state;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
-pub mod timeouts;
+mod timeouts;
 
+pub use close_reason::CloseReason;
 pub use error::RouteError;
+pub use instance::{Endpoint, Instance, InternalInbox, Outbox, OwnedRequest, Response, ServiceId};
+pub use metrics::{bump, ProcessUsage, PromText, ServiceCounts, ServiceMetrics, Stats, DURATION_BOUNDS_US};
+pub use registry::InstanceId;
 pub use remote::accept_remote;
+pub use state::{Accepted, Core, Limits, ProcessSlot, ShardIndex, Shared, HUNG_AFTER_ROUNDS};
+/// Timer entries allowed beyond twice the requests in flight (see `timeouts`).
+pub use timeouts::SLACK as TIMER_SLACK;

@@ -93,66 +93,66 @@ pub struct ProcessSlot {
 }
 
 pub struct Core {
-    pub limits: Limits,
-    pub unmanaged_options: Rc<ServiceOptions>,
-    pub unmanaged_metrics: Rc<ServiceMetrics>,
-    pub instances: AHashMap<InstanceId, Instance>,
+    pub(crate) limits: Limits,
+    pub(crate) unmanaged_options: Rc<ServiceOptions>,
+    pub(crate) unmanaged_metrics: Rc<ServiceMetrics>,
+    pub(crate) instances: AHashMap<InstanceId, Instance>,
     next_instance: InstanceId,
-    pub registry: Registry,
-    pub inflight: AHashMap<TransId, InFlight>,
+    pub(crate) registry: Registry,
+    pub(crate) inflight: AHashMap<TransId, InFlight>,
     /// When the requests in flight fall due (lazy: see `timeouts.rs`).
-    pub timers: crate::timeouts::Timeouts,
+    pub(crate) timers: crate::timeouts::Timeouts,
     /// Requests waiting for a subscriber (WAIT_FOR_SERVICE), by arrival.
-    pub parked: crate::held::Parked,
+    pub(crate) parked: crate::held::Parked,
     /// What queued and parked requests weigh, per sender and in total.
-    pub holds: Holds,
+    pub(crate) holds: Holds,
     /// trans_ids of requests the core originates (multicast copies).
-    pub ids: TransIdGen,
-    pub processes: AHashMap<Rc<str>, ProcessSlot>,
-    pub shutting_down: bool,
+    pub(crate) ids: TransIdGen,
+    pub(crate) processes: AHashMap<Rc<str>, ProcessSlot>,
+    pub(crate) shutting_down: bool,
     /// Connection tasks not finished yet (their last bytes may still be
     /// leaving): a shutdown waits for them.
-    pub connection_tasks: usize,
-    pub stats: Stats,
+    pub(crate) connection_tasks: usize,
+    pub(crate) stats: Stats,
     /// Whether this node is one of a cloud (`[cluster]` is configured):
     /// other nodes may then be pseudo-instances here. Who they are is the
     /// cluster's (the node's `cluster::Membership`).
-    pub clustered: bool,
+    pub(crate) clustered: bool,
     /// The time, read once per batch of work (a read of frames, a timer, an
     /// internal call) instead of once per frame: clock reads were a tenth of
     /// the routing profile. Every entry into the core that may route or
     /// answer reads it first (`refresh_now`): a deadline's time left is
     /// computed from it.
-    pub now: Instant,
+    pub(crate) now: Instant,
     /// Connections accepted that have not finished their handshake: they
     /// count against max_connections too.
-    pub handshaking: usize,
+    pub(crate) handshaking: usize,
     /// Warnings for connections refused over max_connections, and for
     /// those refused in the handshake (garbage, bad version, too large,
     /// no HELLO in time): a flood of either is one line per interval.
-    pub limit_refusals: Throttle,
-    pub handshake_refusals: Throttle,
+    pub(crate) limit_refusals: Throttle,
+    pub(crate) handshake_refusals: Throttle,
     /// When the previous keep-alive round ran.
     last_keepalive: Instant,
     /// What services built on the core show operators (queues, ...): the
     /// admin API lists them by kind, `/metrics` adds their samples.
-    pub reports: cumulo_service::Reports,
+    pub(crate) reports: cumulo_service::Reports,
     /// This shard's index and the number of shards (`core.threads`):
     /// instance ids are given in steps of `count` from `index + 1`, so that
     /// ids (and the trans_ids stamped with them) never meet across shards.
-    pub shard: ShardIndex,
+    pub(crate) shard: ShardIndex,
     /// Pseudo-instances (other nodes, other shards): they hold no
     /// connection and do not count against max_connections.
-    pub pseudo_instances: usize,
+    pub(crate) pseudo_instances: usize,
     /// Service connections served by another shard than the one that
     /// admitted them (`shards::handoff`); empty with one shard.
-    pub handoff: crate::shards::handoff::Handoff,
+    pub(crate) handoff: crate::shards::handoff::Handoff,
     /// Per other shard's pseudo-instance: which instance there subscribes
     /// what (`shards::mirror`), for multicast copies; empty with one shard.
-    pub mirrors: AHashMap<InstanceId, crate::shards::mirror::Mirror>,
+    pub(crate) mirrors: AHashMap<InstanceId, crate::shards::mirror::Mirror>,
     /// The round-robin cursors shared with the other shards
     /// (`shards::turns`); None with one shard.
-    pub turns: Option<crate::shards::turns::Turns>,
+    pub(crate) turns: Option<crate::shards::turns::Turns>,
 }
 
 /// Where a core stands among the shards of one process.
@@ -753,6 +753,220 @@ impl Core {
                 let options = ServiceOptions::clone(options);
                 self.handoff.order(s, crate::shards::handoff::Order::Options { service, options });
             }
+        }
+    }
+}
+
+/// What the node (listener, supervisor, cluster, shards, admin API) reads
+/// and changes of the router's state: the fields are the router's own.
+impl Core {
+    #[inline]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    #[inline]
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Sets the time read once for a batch of work (see `now`).
+    #[inline]
+    pub fn set_now(&mut self, now: Instant) {
+        self.now = now;
+    }
+
+    #[inline]
+    pub fn shard(&self) -> ShardIndex {
+        self.shard
+    }
+
+    #[inline]
+    pub fn instance(&self, id: &InstanceId) -> Option<&Instance> {
+        self.instances.get(id)
+    }
+
+    #[inline]
+    pub fn instance_mut(&mut self, id: &InstanceId) -> Option<&mut Instance> {
+        self.instances.get_mut(id)
+    }
+
+    pub fn has_instance(&self, id: &InstanceId) -> bool {
+        self.instances.contains_key(id)
+    }
+
+    /// Every instance, pseudo-instances (other nodes, other shards) included.
+    pub fn instances(&self) -> impl Iterator<Item = &Instance> {
+        self.instances.values()
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// A frame that broke the protocol (the connection is closed for it).
+    pub fn count_protocol_error(&mut self) {
+        self.stats.protocol_errors += 1;
+    }
+
+    /// A connection closed for reading its output too slowly.
+    pub fn count_slow_consumer(&mut self) {
+        self.stats.slow_consumers += 1;
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// Requests in flight (accepted, not answered yet).
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// The senders of the requests in flight, one per request.
+    pub fn in_flight_senders(&self) -> impl Iterator<Item = InstanceId> + '_ {
+        self.inflight.values().map(|f| f.sender)
+    }
+
+    /// When the requests in flight fall due.
+    pub fn timers(&self) -> &crate::timeouts::Timeouts {
+        &self.timers
+    }
+
+    /// When the timer task is to wake next (see `Timeouts::next_deadline`).
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+
+    /// A managed process slot, by its token.
+    pub fn process(&self, token: &str) -> Option<&ProcessSlot> {
+        self.processes.get(token)
+    }
+
+    pub fn process_mut(&mut self, token: &str) -> Option<&mut ProcessSlot> {
+        self.processes.get_mut(token)
+    }
+
+    pub fn processes(&self) -> impl Iterator<Item = &ProcessSlot> {
+        self.processes.values()
+    }
+
+    pub fn process_count(&self) -> usize {
+        self.processes.len()
+    }
+
+    /// A managed process started: its threads may connect with `token`.
+    pub fn add_process(&mut self, token: Rc<str>, slot: ProcessSlot) {
+        self.processes.insert(token, slot);
+    }
+
+    pub fn remove_process(&mut self, token: &str) -> Option<ProcessSlot> {
+        self.processes.remove(token)
+    }
+
+    /// A connection's task started or ended (a shutdown waits for them).
+    pub fn connection_task_started(&mut self) {
+        self.connection_tasks += 1;
+    }
+
+    pub fn connection_task_ended(&mut self) {
+        self.connection_tasks -= 1;
+    }
+
+    /// Connections accepted that have not finished their handshake.
+    pub fn handshaking(&self) -> usize {
+        self.handshaking
+    }
+
+    pub fn handshake_started(&mut self) {
+        self.handshaking += 1;
+    }
+
+    pub fn handshake_ended(&mut self) {
+        self.handshaking -= 1;
+    }
+
+    /// The throttles of the warnings for connections refused over
+    /// max_connections and in the handshake.
+    pub fn limit_refusals(&mut self) -> &mut Throttle {
+        &mut self.limit_refusals
+    }
+
+    pub fn handshake_refusals(&mut self) -> &mut Throttle {
+        &mut self.handshake_refusals
+    }
+
+    /// What services built on the core show operators.
+    pub fn reports(&self) -> &cumulo_service::Reports {
+        &self.reports
+    }
+
+    pub fn reports_mut(&mut self) -> &mut cumulo_service::Reports {
+        &mut self.reports
+    }
+
+    /// This node is one of a cloud: other nodes may be pseudo-instances.
+    pub fn set_clustered(&mut self) {
+        self.clustered = true;
+    }
+
+    pub fn handoff(&self) -> &crate::shards::handoff::Handoff {
+        &self.handoff
+    }
+
+    pub fn handoff_mut(&mut self) -> &mut crate::shards::handoff::Handoff {
+        &mut self.handoff
+    }
+
+    /// What instance of another shard (its pseudo-instance `id`) subscribes
+    /// what.
+    pub fn mirror(&self, id: &InstanceId) -> Option<&crate::shards::mirror::Mirror> {
+        self.mirrors.get(id)
+    }
+
+    pub fn mirror_mut(&mut self, id: InstanceId) -> &mut crate::shards::mirror::Mirror {
+        self.mirrors.entry(id).or_default()
+    }
+
+    /// The round-robin cursors shared with the other shards.
+    pub fn set_turns(&mut self, turns: crate::shards::turns::Turns) {
+        self.turns = Some(turns);
+    }
+
+    /// A trans_id for a request the core originates.
+    pub fn next_trans_id(&mut self) -> TransId {
+        self.ids.next()
+    }
+
+    /// The options unmanaged instances get (tests set their own).
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn set_unmanaged_options(&mut self, options: Rc<ServiceOptions>) {
+        self.unmanaged_options = options;
+    }
+
+    /// The counters of unmanaged instances.
+    pub fn unmanaged_metrics(&self) -> &Rc<ServiceMetrics> {
+        &self.unmanaged_metrics
+    }
+
+    /// Drops from the delivered list of `id` (another node's
+    /// pseudo-instance) what is no longer in flight, and delivers what its
+    /// window then has room for.
+    pub fn forget_answered(&mut self, id: InstanceId) {
+        let Some(inst) = self.instances.get_mut(&id) else { return };
+        let before = inst.delivered.len();
+        let inflight = &self.inflight;
+        inst.delivered.retain(|t| inflight.contains_key(t));
+        if inst.delivered.len() < before {
+            self.pump(id);
         }
     }
 }

@@ -14,8 +14,8 @@
 
 use arbitrary::Arbitrary;
 use cumulo_core::fuzzing;
-use cumulo_core::instance::{Endpoint, Outbox};
-use cumulo_core::state::Shared;
+use cumulo_router::{Endpoint, Outbox};
+use cumulo_router::Shared;
 use cumulo_proto::{kind, Frame, Send, TransId};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
@@ -136,7 +136,7 @@ impl World {
             self.conns[i].delivered.retain(|t| *t != s.trans_id);
         }
         let mut c = self.cores[self.conns[i].shard].borrow_mut();
-        c.now = Instant::now();
+        c.refresh_now();
         if let Err((status, msg)) = c.handle_frame(id, frame) {
             let out = &self.conns[i].outbox;
             out.push(|b| cumulo_proto::encode_error(b, status.code(), &msg));

@@ -10,7 +10,7 @@
 
 use super::reply::{self, Answer, ApiError, Body};
 use super::{recent_logs, views, AdminContext};
-use crate::metrics::DURATION_BOUNDS_US;
+use cumulo_router::DURATION_BOUNDS_US;
 use hyper::{Response, StatusCode};
 use serde_json::json;
 

@@ -10,10 +10,10 @@ use super::request::{query_request, request_info, takes_query};
 use super::response::from_service;
 use super::server::{builder, framing_limits, timeouts, Connection};
 use super::settings::Settings;
-use crate::instance::Response;
 use crate::internal::InternalApi;
-use crate::state::Shared;
 use cumulo_proto::{Status, TransId};
+use cumulo_router::Response;
+use cumulo_router::Shared;
 use std::rc::Rc;
 use tokio_util::sync::CancellationToken;
 

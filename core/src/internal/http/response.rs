@@ -4,10 +4,10 @@
 //! plain-text body that says what happened and to which name.
 
 use super::file_body::FileBody;
-use crate::instance::Response;
 use bytes::Bytes;
 use cumulo_filesystem::stream::{self as file_stream, Part};
 use cumulo_proto::{info, Status};
+use cumulo_router::Response;
 use http_body_util::{Either, Full};
 use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use hyper::StatusCode;

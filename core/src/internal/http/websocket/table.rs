@@ -2,7 +2,7 @@
 //! path, close one) and the Prometheus counters. Lives in the core's state
 //! (`Core::websockets`); connections add and remove themselves.
 
-use crate::metrics::PromText;
+use cumulo_router::PromText;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
