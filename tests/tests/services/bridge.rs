@@ -1,0 +1,311 @@
+//! The `tcp` and `udp` bridges (crates/bridge, docs/BRIDGES.md): raw
+//! sockets from the test process, messages sent on to the built-in `echo`
+//! service through the real core.
+
+use cumulo_e2e::*;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for one answer.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A core with `echo` at `/echo/` and a bridge of `kind` at `port` sending
+/// to `/echo/x`, with these extra settings (TOML pairs).
+fn core_with(kind: &str, port: u16, extra: &str, admin: Option<u16>) -> Core {
+    let mut settings = format!("port = {port}, dest = \"/echo/x\"");
+    if !extra.is_empty() {
+        settings.push_str(", ");
+        settings.push_str(extra);
+    }
+    let mut cfg = Config::new()
+        .service(Service::internal("/echo/", "echo").probe("/echo/x"))
+        .service(Service::internal(&format!("/bridge/{kind}/"), kind).set("settings", format!("{{ {settings} }}")));
+    if let Some(p) = admin {
+        cfg = cfg.admin("port", p);
+    }
+    Core::start(cfg)
+}
+
+/// A connection to the tcp bridge, once it listens.
+fn connect(core: &Core, port: u16) -> TcpStream {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => {
+                s.set_read_timeout(Some(WAIT)).unwrap();
+                return s;
+            }
+            Err(e) => {
+                assert!(Instant::now() < deadline, "the tcp bridge did not listen: {e}; log:\n{}", core.log());
+                std::thread::sleep(ms(20));
+            }
+        }
+    }
+}
+
+fn lines(s: &TcpStream) -> BufReader<TcpStream> {
+    BufReader::new(s.try_clone().unwrap())
+}
+
+fn read_line(r: &mut BufReader<TcpStream>) -> String {
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap_or_else(|e| panic!("no answer: {e}"));
+    line
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+fn read_framed(s: &mut TcpStream) -> Vec<u8> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap_or_else(|e| panic!("no answer: {e}"));
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    body
+}
+
+/// Reads until the bridge closes the connection: within `limit`, or panics.
+fn read_to_close(s: &mut TcpStream, limit: Duration) -> Vec<u8> {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut got = Vec::new();
+    match s.read_to_end(&mut got) {
+        Ok(_) => got,
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => got,
+        Err(e) => panic!("the connection was not closed within {limit:?}: {e} (got {got:?})"),
+    }
+}
+
+#[test]
+fn tcp_line_framing_round_trips_with_crlf_and_pipelined_messages() {
+    let port = free_port();
+    let core = core_with("tcp", port, "", None);
+    let s = connect(&core, port);
+    let mut r = lines(&s);
+    (&s).write_all(b"hello\r\nworld\n\n").unwrap();
+    assert_eq!(read_line(&mut r), "hello\n");
+    assert_eq!(read_line(&mut r), "world\n");
+    assert_eq!(read_line(&mut r), "\n");
+    // Many messages in one write: every answer, in the messages' order.
+    let batch: String = (0..200).map(|i| format!("m{i}\n")).collect();
+    (&s).write_all(batch.as_bytes()).unwrap();
+    for i in 0..200 {
+        assert_eq!(read_line(&mut r), format!("m{i}\n"));
+    }
+    // A last line without its newline is a message when the peer closes.
+    (&s).write_all(b"last").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(read_line(&mut r), "last\n");
+    assert_eq!(read_line(&mut r), "", "closed after the last answer");
+}
+
+#[test]
+fn tcp_length_framing_round_trips_binary_messages() {
+    let port = free_port();
+    let core = core_with("tcp", port, "framing = \"length\"", None);
+    let mut s = connect(&core, port);
+    let bodies: Vec<Vec<u8>> = vec![b"one".to_vec(), b"\n\0\r\nbinary".to_vec(), vec![0xff; 60_000]];
+    let mut out = Vec::new();
+    for b in &bodies {
+        out.extend_from_slice(&framed(b));
+    }
+    s.write_all(&out).unwrap();
+    for b in &bodies {
+        assert_eq!(&read_framed(&mut s), b);
+    }
+}
+
+#[test]
+fn tcp_serves_many_connections_at_once() {
+    let port = free_port();
+    let core = core_with("tcp", port, "", None);
+    connect(&core, port);
+    let clients: Vec<_> = (0..40)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(WAIT)).unwrap();
+                let mut r = lines(&s);
+                for i in 0..50 {
+                    (&s).write_all(format!("c{c} m{i}\n").as_bytes()).unwrap();
+                    assert_eq!(read_line(&mut r), format!("c{c} m{i}\n"));
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+}
+
+#[test]
+fn tcp_bad_input_gets_an_error_then_a_close_and_others_are_served() {
+    let port = free_port();
+    let core = core_with("tcp", port, "max_message = 16", None);
+    let good = connect(&core, port);
+    let mut good_r = lines(&good);
+    // A line over max_message, after a good one: the good one is answered.
+    let mut s = connect(&core, port);
+    s.write_all(b"fine\n0123456789abcdefXYZ\nnever\n").unwrap();
+    let got = read_to_close(&mut s, WAIT);
+    assert_eq!(String::from_utf8_lossy(&got), "fine\nerror: message over max_message (16 bytes)\n");
+    // Refused before its end arrives: no newline ever comes.
+    let mut s = connect(&core, port);
+    s.write_all(&[b'x'; 100]).unwrap();
+    let got = read_to_close(&mut s, WAIT);
+    assert_eq!(String::from_utf8_lossy(&got), "error: message over max_message (16 bytes)\n");
+    (&good).write_all(b"still here\n").unwrap();
+    assert_eq!(read_line(&mut good_r), "still here\n");
+
+    let port = free_port();
+    let core = core_with("tcp", port, "max_message = 16, framing = \"length\"", None);
+    for (input, reason) in [
+        (vec![0, 0, 0, 0], "error: zero-length message"),
+        (17u32.to_be_bytes().to_vec(), "error: message over max_message (16 bytes)"),
+        (vec![0xff, 0xff, 0xff, 0xff, 1, 2, 3], "error: message over max_message (16 bytes)"),
+    ] {
+        let mut s = connect(&core, port);
+        s.write_all(&input).unwrap();
+        let got = read_to_close(&mut s, WAIT);
+        assert_eq!(got, framed(reason.as_bytes()), "{input:?}");
+    }
+    // A message cut short by the close.
+    let mut s = connect(&core, port);
+    s.write_all(&[0, 0, 0, 9, b'a']).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(read_to_close(&mut s, WAIT), framed(b"error: connection closed inside a message"));
+}
+
+#[test]
+fn tcp_a_slow_partial_message_is_closed_by_the_idle_timeout_while_others_are_served() {
+    let port = free_port();
+    let core = core_with("tcp", port, "idle_timeout_ms = 600", None);
+    let mut slow = connect(&core, port);
+    let good = connect(&core, port);
+    let mut good_r = lines(&good);
+    let start = Instant::now();
+    let mut closed = false;
+    // One byte every 100 ms, never a newline: bytes alone keep no
+    // connection open. Meanwhile the other connection is served.
+    for i in 0..40 {
+        if slow.write_all(b"x").is_err() {
+            closed = true;
+            break;
+        }
+        (&good).write_all(format!("ping {i}\n").as_bytes()).unwrap();
+        assert_eq!(read_line(&mut good_r), format!("ping {i}\n"));
+        std::thread::sleep(ms(100));
+        slow.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 64];
+        let r = slow.read(&mut b);
+        slow.set_nonblocking(false).unwrap();
+        if matches!(r, Ok(_)) {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the slow connection is still open after {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(3), "closed after {:?}", start.elapsed());
+    // An idle connection with nothing sent is closed the same way, with a reason.
+    let mut idle = connect(&core, port);
+    assert_eq!(String::from_utf8_lossy(&read_to_close(&mut idle, WAIT)), "error: idle timeout\n");
+}
+
+#[test]
+fn tcp_connections_over_the_limit_are_refused_with_a_reason() {
+    let port = free_port();
+    let admin = free_port();
+    let core = core_with("tcp", port, "max_connections = 2", Some(admin));
+    let a = connect(&core, port);
+    let b = connect(&core, port);
+    for s in [&a, &b] {
+        let mut r = lines(s);
+        (&*s).write_all(b"hi\n").unwrap();
+        assert_eq!(read_line(&mut r), "hi\n");
+    }
+    let mut c = connect(&core, port);
+    assert_eq!(String::from_utf8_lossy(&read_to_close(&mut c, WAIT)), "error: too many connections\n");
+    drop(a);
+    // Once one closes, a new connection is served.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let d = connect(&core, port);
+        let mut r = lines(&d);
+        (&d).write_all(b"again\n").unwrap();
+        let line = read_line(&mut r);
+        if line == "again\n" {
+            break;
+        }
+        assert_eq!(line, "error: too many connections\n");
+        assert!(Instant::now() < deadline, "no room after a connection closed");
+        std::thread::sleep(ms(50));
+    }
+    let metrics = admin_get(admin, "/metrics");
+    for sample in [
+        "cumulo_bridge_connections_refused_total{bridge=\"/bridge/tcp/\",protocol=\"tcp\",instance=\"0\"}",
+        "cumulo_bridge_errors_total{bridge=\"/bridge/tcp/\",protocol=\"tcp\",instance=\"0\",kind=\"connection_limit\"}",
+        "cumulo_bridge_messages_total{bridge=\"/bridge/tcp/\",protocol=\"tcp\",instance=\"0\"}",
+    ] {
+        assert!(metrics.contains(sample), "no {sample} in:\n{metrics}");
+    }
+}
+
+#[test]
+fn tcp_a_failed_request_is_answered_with_its_status() {
+    let port = free_port();
+    let core = Core::start(Config::new().service(
+        Service::internal("/bridge/tcp/", "tcp").set("settings", format!("{{ port = {port}, dest = \"/nobody/here\" }}")),
+    ));
+    let s = connect(&core, port);
+    let mut r = lines(&s);
+    (&s).write_all(b"anyone?\nstill?\n").unwrap();
+    assert_eq!(read_line(&mut r), "error: NO_SERVICE\n");
+    assert_eq!(read_line(&mut r), "error: NO_SERVICE\n", "the connection stays open");
+}
+
+#[test]
+fn udp_datagrams_round_trip_and_an_oversized_one_is_refused() {
+    let port = free_port();
+    let core = core_with("udp", port, "max_message = 100", None);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(ms(200))).unwrap();
+    let mut buf = [0u8; 2048];
+    // The bridge binds after the core starts: ask until it answers.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        sock.send_to(b"ping", ("127.0.0.1", port)).unwrap();
+        if let Ok((n, _)) = sock.recv_from(&mut buf) {
+            assert_eq!(&buf[..n], b"ping");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the udp bridge did not answer; log:\n{}", core.log());
+    }
+    sock.set_read_timeout(Some(WAIT)).unwrap();
+    for i in 0..50 {
+        let m = format!("datagram {i}");
+        sock.send_to(m.as_bytes(), ("127.0.0.1", port)).unwrap();
+        let (n, from) = sock.recv_from(&mut buf).unwrap();
+        assert_eq!((&buf[..n], from.port()), (m.as_bytes(), port));
+    }
+    sock.send_to(&[b'x'; 101], ("127.0.0.1", port)).unwrap();
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"error: message over max_message (100 bytes)");
+    sock.send_to(&[b'y'; 100], ("127.0.0.1", port)).unwrap();
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], &[b'y'; 100]);
+}
+
+/// The body of `GET path` on the admin API.
+fn admin_get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let end = text.find("\r\n\r\n").expect("a response head");
+    text[end + 4..].to_string()
+}
