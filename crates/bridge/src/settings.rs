@@ -126,8 +126,7 @@ impl Reader<'_> {
             None => return Err(self.refuse("port", "is required (the port to listen on)")),
         };
         // An IP address, not a host name: checking a config does no lookup.
-        let ip: IpAddr =
-            host.parse().map_err(|_| self.refuse("address", &format!("'{host}' is not an IP address")))?;
+        let ip: IpAddr = host.parse().map_err(|_| self.refuse("address", &format!("'{host}' is not an IP address")))?;
         let address = SocketAddr::new(ip, port);
         if !self.bool("allow_remote", false)? && !address.ip().is_loopback() {
             return Err(self.refuse(

@@ -37,7 +37,8 @@ impl Udp {
             slot: Slot::take(api.prefix()),
             counters: c.clone(),
         }));
-        let options = SendOptions { timeout_ms: s.common.timeout_ms, priority: s.common.priority, wait_for_service: false };
+        let options =
+            SendOptions { timeout_ms: s.common.timeout_ms, priority: s.common.priority, wait_for_service: false };
         // One byte more than the largest message: a longer datagram is
         // seen to be longer (the kernel cuts it to the buffer).
         let mut buf = vec![0u8; s.common.max_message + 1];

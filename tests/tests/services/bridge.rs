@@ -256,9 +256,12 @@ fn tcp_connections_over_the_limit_are_refused_with_a_reason() {
 #[test]
 fn tcp_a_failed_request_is_answered_with_its_status() {
     let port = free_port();
-    let core = Core::start(Config::new().service(
-        Service::internal("/bridge/tcp/", "tcp").set("settings", format!("{{ port = {port}, dest = \"/nobody/here\" }}")),
-    ));
+    let core = Core::start(
+        Config::new().service(
+            Service::internal("/bridge/tcp/", "tcp")
+                .set("settings", format!("{{ port = {port}, dest = \"/nobody/here\" }}")),
+        ),
+    );
     let s = connect(&core, port);
     let mut r = lines(&s);
     (&s).write_all(b"anyone?\nstill?\n").unwrap();
