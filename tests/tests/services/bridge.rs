@@ -251,6 +251,14 @@ fn tcp_connections_over_the_limit_are_refused_with_a_reason() {
     ] {
         assert!(metrics.contains(sample), "no {sample} in:\n{metrics}");
     }
+    let text = admin_get(admin, "/v1/reports?kind=bridge");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let r = &v["reports"][0];
+    assert_eq!((r["kind"].as_str(), r["id"].as_str()), (Some("bridge"), Some("/bridge/tcp/#0")), "{v}");
+    let view = &r["view"];
+    assert!(view["connections_refused"].as_u64() >= Some(1), "{v}");
+    assert!(view["connections_accepted"].as_u64() >= Some(3) && view["messages"].as_u64() >= Some(3), "{v}");
+    assert_eq!(view["errors"]["connection_limit"], view["connections_refused"], "{v}");
 }
 
 #[test]
@@ -311,4 +319,66 @@ fn admin_get(port: u16, path: &str) -> String {
     let text = String::from_utf8_lossy(&buf).into_owned();
     let end = text.find("\r\n\r\n").expect("a response head");
     text[end + 4..].to_string()
+}
+
+#[test]
+fn tcp_answers_come_in_the_order_of_the_messages_whatever_order_they_are_answered_in() {
+    let port = free_port();
+    // Two processes: a slow message on one, the quick ones after it on the
+    // other, answered first.
+    let core = Core::start(Config::new().service(ts!("/ts/").set("count_process", 2)).service(
+        Service::internal("/bridge/tcp/", "tcp").set("settings", format!("{{ port = {port}, dest = \"/ts/x\" }}")),
+    ));
+    let s = connect(&core, port);
+    let mut r = lines(&s);
+    (&s).write_all(b"sleep:300\nquick 1\nquick 2\n").unwrap();
+    assert_eq!(read_line(&mut r), "sleep:300\n");
+    assert_eq!(read_line(&mut r), "quick 1\n");
+    assert_eq!(read_line(&mut r), "quick 2\n");
+}
+
+#[test]
+fn a_request_that_times_out_is_answered_timeout_and_udp_drops_past_max_in_flight() {
+    let (tcp_port, udp_port, admin) = (free_port(), free_port(), free_port());
+    let core = Core::start(
+        Config::new()
+            .admin("port", admin)
+            .service(ts!("/hang/").mode("hang").set("count_process", 1))
+            .service(
+                Service::internal("/bridge/tcp/", "tcp")
+                    .set("settings", format!("{{ port = {tcp_port}, dest = \"/hang/x\", timeout_ms = 300 }}")),
+            )
+            .service(Service::internal("/bridge/udp/", "udp").set(
+                "settings",
+                format!("{{ port = {udp_port}, dest = \"/hang/x\", timeout_ms = 1000, max_in_flight = 2 }}"),
+            )),
+    );
+    let s = connect(&core, tcp_port);
+    let mut r = lines(&s);
+    let start = Instant::now();
+    (&s).write_all(b"anyone?\n").unwrap();
+    assert_eq!(read_line(&mut r), "error: TIMEOUT\n");
+    assert!(start.elapsed() >= ms(250), "answered after {:?}", start.elapsed());
+
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let deadline = Instant::now() + WAIT;
+    // Bound by now? Two datagrams wait; the next three are dropped.
+    while !admin_get(admin, "/metrics").contains("protocol=\"udp\"") {
+        assert!(Instant::now() < deadline, "the udp bridge did not start; log:\n{}", core.log());
+        std::thread::sleep(ms(50));
+    }
+    for i in 0..5 {
+        sock.send_to(format!("d{i}").as_bytes(), ("127.0.0.1", udp_port)).unwrap();
+    }
+    sock.set_read_timeout(Some(WAIT)).unwrap();
+    let mut buf = [0u8; 256];
+    for _ in 0..2 {
+        let (n, _) = sock.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"error: TIMEOUT");
+    }
+    sock.set_read_timeout(Some(ms(1500))).unwrap();
+    assert!(sock.recv_from(&mut buf).is_err(), "only two datagrams were in flight");
+    let metrics = admin_get(admin, "/metrics");
+    let dropped = "cumulo_bridge_dropped_total{bridge=\"/bridge/udp/\",protocol=\"udp\",instance=\"0\"} 3";
+    assert!(metrics.contains(dropped), "no {dropped} in:\n{metrics}");
 }

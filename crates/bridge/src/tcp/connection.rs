@@ -75,6 +75,11 @@ pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStrea
         if pending.is_empty() && !reading {
             break;
         }
+        if reading && buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            // Bounded: the buffer holds at most one message in the making
+            // (the decoder refuses more than max_message) and one read.
+            buf.reserve(READ_CHUNK);
+        }
         tokio::select! {
             read = rd.read_buf(&mut buf), if reading => match read {
                 Ok(0) => eof = true,
