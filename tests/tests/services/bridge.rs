@@ -324,15 +324,21 @@ fn admin_get(port: u16, path: &str) -> String {
 #[test]
 fn tcp_answers_come_in_the_order_of_the_messages_whatever_order_they_are_answered_in() {
     let port = free_port();
-    // Two processes: a slow message on one, the quick ones after it on the
-    // other, answered first.
-    let core = Core::start(Config::new().service(ts!("/ts/").set("count_process", 2)).service(
-        Service::internal("/bridge/tcp/", "tcp").set("settings", format!("{{ port = {port}, dest = \"/ts/x\" }}")),
-    ));
+    // Two processes, taken in turn: a slow message on one, the quick one
+    // after it on the other, answered first.
+    let core = Core::start(
+        Config::new().service(ts!("/ts/").set("count_process", 2)).service(
+            Service::internal("/bridge/tcp/", "tcp")
+                .set("dest_refresh", q("round_robin"))
+                .set("settings", format!("{{ port = {port}, dest = \"/ts/x\" }}")),
+        ),
+    );
     let s = connect(&core, port);
     let mut r = lines(&s);
+    let start = Instant::now();
     (&s).write_all(b"sleep:300\nquick 1\nquick 2\n").unwrap();
     assert_eq!(read_line(&mut r), "sleep:300\n");
+    assert!(start.elapsed() >= ms(250), "the slow one was answered after {:?}", start.elapsed());
     assert_eq!(read_line(&mut r), "quick 1\n");
     assert_eq!(read_line(&mut r), "quick 2\n");
 }
