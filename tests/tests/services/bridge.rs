@@ -388,3 +388,47 @@ fn a_request_that_times_out_is_answered_timeout_and_udp_drops_past_max_in_flight
     let dropped = "cumulo_bridge_dropped_total{bridge=\"/bridge/udp/\",protocol=\"udp\",instance=\"0\"} 3";
     assert!(metrics.contains(dropped), "no {dropped} in:\n{metrics}");
 }
+
+#[test]
+fn tcp_messages_in_flight_when_the_core_stops_are_answered_not_dropped() {
+    let port = free_port();
+    let mut core = Core::start(
+        Config::new().service(ts!("/hang/").mode("hang").set("timeout_terminate", 500)).service(
+            Service::internal("/bridge/tcp/", "tcp")
+                .set("settings", format!("{{ port = {port}, dest = \"/hang/x\", timeout_ms = 30000 }}")),
+        ),
+    );
+    let s = connect(&core, port);
+    let mut r = lines(&s);
+    (&s).write_all(b"one\ntwo\n").unwrap();
+    std::thread::sleep(ms(300));
+    core.signal(libc::SIGTERM);
+    assert_eq!(read_line(&mut r), "error: SHUTTING_DOWN\n", "log:\n{}", core.log());
+    assert_eq!(read_line(&mut r), "error: SHUTTING_DOWN\n");
+    assert_eq!(read_line(&mut r), "", "then the close");
+    assert!(core.wait_exit(WAIT).is_some(), "the core did not exit");
+}
+
+#[test]
+fn tcp_messages_in_flight_when_the_bridge_restarts_are_answered_and_it_listens_again() {
+    let (port, admin) = (free_port(), free_port());
+    let core = Core::start(
+        Config::new().admin("port", admin).service(ts!("/hang/").mode("hang")).service(
+            Service::internal("/bridge/tcp/", "tcp")
+                .set("settings", format!("{{ port = {port}, dest = \"/hang/x\", timeout_ms = 2000 }}")),
+        ),
+    );
+    let s = connect(&core, port);
+    let mut r = lines(&s);
+    (&s).write_all(b"one\ntwo\n").unwrap();
+    std::thread::sleep(ms(300));
+    // The bridge is service 2; the core goes on running.
+    core.admin_cmd(admin, &["services", "restart", "2"]);
+    assert_eq!(read_line(&mut r), "error: SHUTTING_DOWN\n", "log:\n{}", core.log());
+    assert_eq!(read_line(&mut r), "error: SHUTTING_DOWN\n");
+    assert_eq!(read_line(&mut r), "", "then the close");
+    let s = connect(&core, port);
+    let mut r = lines(&s);
+    (&s).write_all(b"again\n").unwrap();
+    assert_eq!(read_line(&mut r), "error: TIMEOUT\n");
+}

@@ -5,16 +5,18 @@
 //! ends the connection with a last message `error: <reason>`.
 
 use super::Shared;
+use crate::framing::Framing;
 use crate::report::Counters;
 use crate::{BridgeError, Pending};
 use bytes::BytesMut;
-use cumulo_service::{SendOptions, ServiceApi};
+use cumulo_service::{SendOptions, ServiceApi, Status};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout, Instant};
 
@@ -39,7 +41,7 @@ impl Drop for Open {
 pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStream, peer: SocketAddr) {
     let _open = Open(shared.counters.clone());
     let _ = stream.set_nodelay(true);
-    let (mut rd, mut wr) = stream.into_split();
+    let (mut rd, wr) = stream.into_split();
     let s = &shared.settings;
     let c = &shared.counters;
     let info = crate::connection_info(s.common.send_connection_info, peer);
@@ -51,8 +53,7 @@ pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStrea
 
     let mut decoder = s.framing.decoder(s.common.max_message);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    let mut pending: VecDeque<Pending> = VecDeque::new();
-    let mut out = Vec::new();
+    let mut a = Answers { wr, pending: VecDeque::new(), out: Vec::new(), framing: s.framing, counters: c.clone() };
     // Set once the peer closed its side (or sent what ends the connection):
     // what is in flight is answered, then the connection closes.
     let mut eof = false;
@@ -60,19 +61,19 @@ pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStrea
     let mut idle_deadline = Instant::now() + s.idle_timeout;
     loop {
         // Every whole message read so far, up to the pipeline's bound.
-        while closing.is_none() && pending.len() < s.pipeline {
+        while closing.is_none() && a.pending.len() < s.pipeline {
             let next = if eof { decoder.finish(&mut buf) } else { decoder.next(&mut buf) };
             match next {
                 Ok(Some(message)) => {
-                    pending.push_back(send(&message));
+                    a.pending.push_back(send(&message));
                     idle_deadline = Instant::now() + s.idle_timeout;
                 }
                 Ok(None) => break,
                 Err(e) => closing = Some(e),
             }
         }
-        let reading = !eof && closing.is_none() && pending.len() < s.pipeline;
-        if pending.is_empty() && !reading {
+        let reading = !eof && closing.is_none() && a.pending.len() < s.pipeline;
+        if a.pending.is_empty() && !reading {
             break;
         }
         if reading && buf.capacity() - buf.len() < READ_CHUNK / 4 {
@@ -86,14 +87,14 @@ pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStrea
                 Ok(_) => {}
                 Err(_) => return,
             },
-            answer = next_answer(&mut pending) => {
-                put_answer(answer, s.framing, c, &mut out);
+            answer = next_answer(&mut a.pending) => {
+                put_answer(answer, s.framing, c, &mut a.out);
                 // The answers that are in too, in order, join the same write.
-                while let Some(answer) = ready_answer(&mut pending) {
-                    put_answer(answer, s.framing, c, &mut out);
+                while let Some(answer) = ready_answer(&mut a.pending) {
+                    put_answer(answer, s.framing, c, &mut a.out);
                 }
-                match timeout(s.idle_timeout, wr.write_all(&out)).await {
-                    Ok(Ok(())) => out.clear(),
+                match timeout(s.idle_timeout, a.wr.write_all(&a.out)).await {
+                    Ok(Ok(())) => a.out.clear(),
                     Ok(Err(_)) => return,
                     Err(_) => {
                         c.error(BridgeError::SlowReader.kind());
@@ -104,16 +105,17 @@ pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStrea
             },
             // Bytes that make no whole message (a slow or stuck peer) do
             // not keep a connection: only messages and answers do.
-            _ = sleep_until(idle_deadline), if pending.is_empty() => closing = Some(BridgeError::Idle),
+            _ = sleep_until(idle_deadline), if a.pending.is_empty() => closing = Some(BridgeError::Idle),
         }
     }
     if let Some(e) = closing {
         c.error(e.kind());
-        s.framing.encode(&e.message(), &mut out);
-        if timeout(s.idle_timeout, wr.write_all(&out)).await.is_err() {
+        s.framing.encode(&e.message(), &mut a.out);
+        if timeout(s.idle_timeout, a.wr.write_all(&a.out)).await.is_err() {
             return;
         }
-        let _ = wr.shutdown().await;
+        a.out.clear();
+        let _ = a.wr.shutdown().await;
         // The peer's unread input, dropped, so that the close is a FIN
         // after our last message rather than a reset that may lose it.
         let mut sink = vec![0u8; READ_CHUNK];
@@ -128,7 +130,42 @@ pub(super) async fn serve<A: ServiceApi>(shared: Rc<Shared<A>>, stream: TcpStrea
         })
         .await;
     } else {
-        let _ = wr.shutdown().await;
+        let _ = a.wr.shutdown().await;
+    }
+}
+
+/// The writing side of a connection and the messages in flight on it. If
+/// the connection's task is dropped with messages in flight (the bridge
+/// stops: its service is stopped or restarted, the core shuts down), each
+/// still gets its answer if it is in, else `error: SHUTTING_DOWN`, in one
+/// write that does not wait: never a silent close.
+struct Answers {
+    wr: OwnedWriteHalf,
+    pending: VecDeque<Pending>,
+    /// Answers being written; not empty only while a write is under way.
+    out: Vec<u8>,
+    framing: Framing,
+    counters: Rc<Counters>,
+}
+
+impl Drop for Answers {
+    fn drop(&mut self) {
+        // A write cut short: the peer has part of a message, and nothing
+        // more can be framed after it.
+        if self.pending.is_empty() || !self.out.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        while let Some(mut answer) = self.pending.pop_front() {
+            match answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(answer) => put_answer(answer, self.framing, &self.counters, &mut out),
+                Poll::Pending => {
+                    self.counters.failed(Status::ShuttingDown);
+                    self.framing.encode(format!("error: {}", Status::ShuttingDown.name()).as_bytes(), &mut out);
+                }
+            }
+        }
+        let _ = self.wr.try_write(&out);
     }
 }
 
@@ -154,7 +191,7 @@ fn ready_answer(pending: &mut VecDeque<Pending>) -> Option<cumulo_service::Respo
     }
 }
 
-fn put_answer(answer: cumulo_service::Response, framing: crate::framing::Framing, c: &Counters, out: &mut Vec<u8>) {
+fn put_answer(answer: cumulo_service::Response, framing: Framing, c: &Counters, out: &mut Vec<u8>) {
     match crate::answer_body(answer) {
         Ok(body) => {
             Counters::add(&c.answers);
