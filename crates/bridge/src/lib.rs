@@ -55,9 +55,10 @@ fn answer_body(r: Response) -> Result<Vec<u8>, (Status, Vec<u8>)> {
     }
 }
 
-/// Waits for the core to stop this instance: a bridge subscribes nothing,
-/// so its `next_request` ends only then. A request that reaches it anyway
-/// is refused.
+/// Resolves when the API says this instance stops (`next_request` gives
+/// `None`; a bridge subscribes nothing, so it gets no request otherwise,
+/// and one that reaches it anyway is refused). The core may instead drop
+/// the bridge's future, which closes its sockets and connections with it.
 async fn stopped<A: ServiceApi>(api: &A) {
     while let Some(req) = api.next_request().await {
         api.return_(&req, Status::InvalidArgument, b"", b"a bridge takes no requests");

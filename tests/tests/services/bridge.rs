@@ -432,3 +432,42 @@ fn tcp_messages_in_flight_when_the_bridge_restarts_are_answered_and_it_listens_a
     (&s).write_all(b"again\n").unwrap();
     assert_eq!(read_line(&mut r), "error: TIMEOUT\n");
 }
+
+#[test]
+fn tcp_requests_carry_the_peer_address_in_request_info() {
+    use cumulo::{Answer, Request};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let port = free_port();
+    let core = Core::start(Config::new().service(
+        Service::internal("/bridge/tcp/", "tcp").set("settings", format!("{{ port = {port}, dest = \"/peer/x\" }}")),
+    ));
+    let mut api = core.client_with_prefix("/peer/");
+    let got: Rc<RefCell<Vec<(String, std::collections::HashMap<String, String>, Vec<u8>)>>> = Rc::default();
+    let g = got.clone();
+    api.subscribe("*", move |_, req: &Request<'_>| {
+        g.borrow_mut().push((req.name.to_string(), info(req.request_info), req.request.to_vec()));
+        Ok(Answer::body(b"seen".to_vec()))
+    })
+    .unwrap();
+    let s = connect(&core, port);
+    let local = s.local_addr().unwrap().to_string();
+    let peer = std::thread::spawn(move || {
+        let mut r = lines(&s);
+        (&s).write_all(b"who am i\n").unwrap();
+        read_line(&mut r)
+    });
+    let deadline = Instant::now() + WAIT;
+    while got.borrow().is_empty() {
+        assert!(Instant::now() < deadline, "no request reached /peer/; log:\n{}", core.log());
+        api.poll(Some(ms(50))).unwrap();
+    }
+    let (name, request_info, body) = got.borrow()[0].clone();
+    assert_eq!((name.as_str(), body.as_slice()), ("/peer/x", &b"who am i"[..]));
+    assert_eq!(request_info.get("remote_addr"), Some(&local), "{request_info:?}");
+    // The answer is written once the client has sent it back.
+    while !peer.is_finished() {
+        api.poll(Some(ms(20))).unwrap();
+    }
+    assert_eq!(peer.join().unwrap(), "seen\n");
+}
