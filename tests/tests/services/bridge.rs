@@ -202,7 +202,7 @@ fn tcp_a_slow_partial_message_is_closed_by_the_idle_timeout_while_others_are_ser
         let mut b = [0u8; 64];
         let r = slow.read(&mut b);
         slow.set_nonblocking(false).unwrap();
-        if matches!(r, Ok(_)) {
+        if r.is_ok() {
             closed = true;
             break;
         }
@@ -443,7 +443,8 @@ fn tcp_requests_carry_the_peer_address_in_request_info() {
         Service::internal("/bridge/tcp/", "tcp").set("settings", format!("{{ port = {port}, dest = \"/peer/x\" }}")),
     ));
     let mut api = core.client_with_prefix("/peer/");
-    let got: Rc<RefCell<Vec<(String, std::collections::HashMap<String, String>, Vec<u8>)>>> = Rc::default();
+    type Seen = (String, std::collections::HashMap<String, String>, Vec<u8>);
+    let got: Rc<RefCell<Vec<Seen>>> = Rc::default();
     let g = got.clone();
     api.subscribe("*", move |_, req: &Request<'_>| {
         g.borrow_mut().push((req.name.to_string(), info(req.request_info), req.request.to_vec()));
