@@ -27,6 +27,21 @@ pub struct Common {
     pub send_connection_info: bool,
 }
 
+impl Common {
+    /// Caps `max_message` at the largest request the core carries (set in
+    /// the core's config, so known only once running), saying so.
+    pub fn cap_max_message(&mut self, bridge: &str, max_request: usize) {
+        if self.max_message > max_request {
+            tracing::warn!(
+                "{bridge}: max_message = {} is over the largest request the core carries ({max_request} bytes, from \
+                 core.max_frame): longer messages are refused",
+                self.max_message
+            );
+            self.max_message = max_request;
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TcpSettings {
     pub common: Common,
@@ -179,6 +194,53 @@ mod tests {
         assert!(s.common.send_connection_info);
         let u = udp("port = 7000\ndest = \"/echo/x\"").unwrap();
         assert_eq!((u.common.max_message, u.max_in_flight), (65_507, 1024));
+    }
+
+    /// The rows of docs/CONFIG.md's table under `heading`: key, default.
+    fn documented(heading: &str) -> Vec<(String, String)> {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/CONFIG.md")).unwrap();
+        let table = doc.split(heading).nth(1).unwrap_or_else(|| panic!("no {heading} in docs/CONFIG.md"));
+        let rows = table.lines().skip_while(|l| !l.starts_with('|')).skip(2).take_while(|l| l.starts_with('|'));
+        rows.map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            (cells[0].trim_start_matches("| ").trim_matches('`').to_string(), cells[1].to_string())
+        })
+        .collect()
+    }
+
+    /// Every setting is in the docs' table, and the default the docs give
+    /// is the one the code has: set to it, the settings do not change.
+    #[test]
+    fn the_docs_give_every_setting_and_its_default() {
+        for (heading, own, base) in [
+            ("### `tcp` settings", TCP_ONLY, "port = 1\ndest = \"/e\"\n"),
+            ("### `udp` settings", UDP_ONLY, "port = 1\ndest = \"/e\"\n"),
+        ] {
+            let rows = documented(heading);
+            let keys: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+            for k in COMMON.iter().chain(own) {
+                assert!(keys.contains(k), "{heading}: `{k}` is not documented");
+            }
+            let parse = |text: &str| -> Result<String, String> {
+                if heading.contains("tcp") {
+                    tcp(text).map(|s| format!("{s:?}"))
+                } else {
+                    udp(text).map(|s| format!("{s:?}"))
+                }
+            };
+            let defaults = parse(base).unwrap();
+            for (key, default) in &rows {
+                assert!(COMMON.iter().chain(own).any(|k| k == key), "{heading}: `{key}` is no setting");
+                if default == "required" {
+                    continue;
+                }
+                // `65536` (64 KiB): the value in backquotes.
+                let value = default.split('`').nth(1).unwrap_or_else(|| panic!("{heading}: `{key}`: {default}"));
+                let set =
+                    parse(&format!("{base}{key} = {value}")).unwrap_or_else(|e| panic!("{heading}: `{key}`: {e}"));
+                assert_eq!(set, defaults, "{heading}: `{key}` = {value} is not the default");
+            }
+        }
     }
 
     #[test]

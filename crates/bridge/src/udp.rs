@@ -22,7 +22,8 @@ impl Udp {
 
     /// Runs one instance until the core stops it.
     pub async fn run<A: ServiceApi + 'static>(self, api: A) {
-        let s = self.settings;
+        let mut s = self.settings;
+        s.common.cap_max_message("udp", api.max_request());
         let socket = match crate::listen::udp(s.common.address) {
             Ok(socket) => Rc::new(socket),
             Err(e) => return tracing::error!("udp: {}: cannot bind {}: {e}", api.prefix(), s.common.address),

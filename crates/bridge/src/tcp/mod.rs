@@ -29,7 +29,8 @@ impl Tcp {
     /// Runs one instance until the core stops it; its connections close
     /// with it.
     pub async fn run<A: ServiceApi + 'static>(self, api: A) {
-        let s = self.settings;
+        let mut s = self.settings;
+        s.common.cap_max_message("tcp", api.max_request());
         let listener = match crate::listen::tcp(s.common.address) {
             Ok(l) => l,
             Err(e) => return tracing::error!("tcp: {}: cannot listen on {}: {e}", api.prefix(), s.common.address),
