@@ -5,7 +5,7 @@
 //! would only answer them late).
 
 use crate::report::{BridgeReport, Counters, Slot};
-use crate::settings::UdpSettings;
+use crate::settings::{UdpSettings, MAX_DATAGRAM};
 use crate::BridgeError;
 use cumulo_service::{SendOptions, ServiceApi};
 use std::rc::Rc;
@@ -70,6 +70,10 @@ impl Udp {
                     let (socket, c) = (socket.clone(), c.clone());
                     in_flight.spawn_local(async move {
                         let body = match crate::answer_body(answer.await) {
+                            Ok(body) if body.len() as u64 > MAX_DATAGRAM => {
+                                c.error("answer_too_long");
+                                b"error: answer over a datagram's size".to_vec()
+                            }
                             Ok(body) => {
                                 Counters::add(&c.answers);
                                 body
@@ -80,7 +84,7 @@ impl Udp {
                             }
                         };
                         if !body.is_empty() && socket.send_to(&body, peer).await.is_err() {
-                            // Over a datagram's size, or the network refused it.
+                            // The network refused it (IPv6 or a smaller MTU path).
                             c.error("send_failed");
                         }
                     });

@@ -472,3 +472,27 @@ fn tcp_requests_carry_the_peer_address_in_request_info() {
     }
     assert_eq!(peer.join().unwrap(), "seen\n");
 }
+
+#[test]
+fn udp_an_answer_too_long_for_a_datagram_is_an_error_datagram() {
+    let port = free_port();
+    let core = Core::start(Config::new().service(ts!("/ts/")).service(
+        Service::internal("/bridge/udp/", "udp").set("settings", format!("{{ port = {port}, dest = \"/ts/x\" }}")),
+    ));
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(ms(200))).unwrap();
+    let mut buf = vec![0u8; 70_000];
+    let deadline = Instant::now() + WAIT;
+    loop {
+        sock.send_to(b"big:65507", ("127.0.0.1", port)).unwrap();
+        if let Ok((n, _)) = sock.recv_from(&mut buf) {
+            assert_eq!(n, 65_507, "the largest datagram goes back whole");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the udp bridge did not answer; log:\n{}", core.log());
+    }
+    sock.set_read_timeout(Some(WAIT)).unwrap();
+    sock.send_to(b"big:65508", ("127.0.0.1", port)).unwrap();
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"error: answer over a datagram's size");
+}
