@@ -496,3 +496,57 @@ fn udp_an_answer_too_long_for_a_datagram_is_an_error_datagram() {
     let (n, _) = sock.recv_from(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"error: answer over a datagram's size");
 }
+
+#[test]
+fn several_instances_of_a_bridge_share_its_address() {
+    let (port, udp_port, admin) = (free_port(), free_port(), free_port());
+    let core = Core::start(
+        Config::new()
+            .admin("port", admin)
+            .service(Service::internal("/echo/", "echo").probe("/echo/x"))
+            .service(
+                Service::internal("/bridge/tcp/", "tcp")
+                    .set("count_thread", 2)
+                    .set("settings", format!("{{ port = {port}, dest = \"/echo/x\" }}")),
+            )
+            .service(
+                Service::internal("/bridge/udp/", "udp")
+                    .set("count_process", 2)
+                    .set("settings", format!("{{ port = {udp_port}, dest = \"/echo/x\" }}")),
+            ),
+    );
+    // Both instances bound (a second bind without SO_REUSEPORT would fail).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = admin_get(admin, "/v1/reports?kind=bridge");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        if v["reports"].as_array().is_some_and(|r| r.len() == 4) {
+            let mut ids: Vec<&str> =
+                v["reports"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+            ids.sort();
+            assert_eq!(ids, ["/bridge/tcp/#0", "/bridge/tcp/#1", "/bridge/udp/#0", "/bridge/udp/#1"]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "not every instance reported: {v}; log:\n{}", core.log());
+        std::thread::sleep(ms(50));
+    }
+    assert!(
+        core.lines_with(&["cannot listen"]).is_empty() && core.lines_with(&["cannot bind"]).is_empty(),
+        "{}",
+        core.log()
+    );
+    let mut open = Vec::new();
+    for i in 0..20 {
+        let s = connect(&core, port);
+        let mut r = lines(&s);
+        (&s).write_all(format!("c{i}\n").as_bytes()).unwrap();
+        assert_eq!(read_line(&mut r), format!("c{i}\n"));
+        open.push(s);
+    }
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(WAIT)).unwrap();
+    let mut buf = [0u8; 64];
+    sock.send_to(b"u", ("127.0.0.1", udp_port)).unwrap();
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"u");
+}
