@@ -33,9 +33,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-queue-jetstream", &["cumulo-queue", "cumulo-service"]),
     ("cumulo-loadgen", &["cumulo-proto", "cumulo-service", "cumulo-sys"]),
     ("cumulo-filesystem", &["cumulo-proto", "cumulo-service"]),
+    ("cumulo-bridge", &["cumulo-service"]),
     (
         "cumulo",
         &[
+            "cumulo-bridge",
             "cumulo-config",
             "cumulo-filesystem",
             "cumulo-loadgen",

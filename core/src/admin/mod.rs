@@ -13,6 +13,7 @@ mod prometheus;
 mod queues;
 pub mod recent_logs;
 mod reply;
+mod reports;
 pub mod routes;
 mod services;
 mod views;
@@ -227,6 +228,7 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::CloseWebSocket => websockets::close(ctx, id.as_deref()),
         Route::Stats => dashboard::stats(ctx).await,
         Route::Logs => dashboard::logs(query.as_deref()),
+        Route::Reports => reports::list(ctx, query.as_deref()),
         Route::Queues => queues::list(ctx),
         Route::QueueDeadLetters => queues::operate(ctx, "dead_letters", query.as_deref()),
         Route::QueueReplay => queues::operate(ctx, "replay", query.as_deref()),

@@ -59,6 +59,10 @@ macro_rules! service_crates {
 }
 
 service_crates! {
+    /// The tcp bridge (crates/bridge).
+    TcpBridge(cumulo_bridge::Tcp);
+    /// The udp bridge (crates/bridge).
+    UdpBridge(cumulo_bridge::Udp);
     /// The filesystem service (crates/filesystem).
     Filesystem(cumulo_filesystem::Filesystem);
     /// The load generator as a service (crates/loadgen).
@@ -103,6 +107,8 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
             cumulo_queue_jetstream::JetStreamQueue::from_settings(settings, CLUSTER.get().cloned())?,
         ))),
         "queue" => Ok(Box::new(Queue(cumulo_queue::Queue::from_settings(settings)?))),
+        "tcp" => Ok(Box::new(TcpBridge(cumulo_bridge::Tcp::from_settings(settings)?))),
+        "udp" => Ok(Box::new(UdpBridge(cumulo_bridge::Udp::from_settings(settings)?))),
         other => Err(format!("unknown internal service '{other}' (known: {})", settings::KNOWN.join(", "))),
     }
 }

@@ -11,7 +11,7 @@ pub const CATALOGUE: cumulo_config::Catalogue =
     cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate"];
+pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate", "tcp", "udp"];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
@@ -21,6 +21,8 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
         "http" => super::http::settings::check(settings),
         "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),
         "queue" => cumulo_queue::check_settings(settings),
+        "tcp" => cumulo_bridge::check_tcp_settings(settings),
+        "udp" => cumulo_bridge::check_udp_settings(settings),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
     }
 }
@@ -72,6 +74,8 @@ mod tests {
                 "sync",
             ),
             ("internal = \"request_rate\"\nsettings = { rate = -1 }", "service[0] (/s/).settings", "rate"),
+            ("internal = \"tcp\"\nsettings = { dest = \"/e\" }", "service[0] (/s/).settings", "tcp: port: is required"),
+            ("internal = \"udp\"\nsettings = { port = 9 }", "service[0] (/s/).settings", "udp: dest: is required"),
             ("internal = \"queue\"\nsettings = { backend = \"jetstream\" }", "cluster.servers", "add a [cluster]"),
         ];
         for (service, field, reason) in cases {
