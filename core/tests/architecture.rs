@@ -32,11 +32,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-queue-jetstream", &["cumulo-queue", "cumulo-service"]),
     ("cumulo-loadgen", &["cumulo-proto", "cumulo-service", "cumulo-sys"]),
     ("cumulo-filesystem", &["cumulo-proto", "cumulo-service"]),
+    ("cumulo-http-client", &["cumulo-service"]),
     (
         "cumulo",
         &[
             "cumulo-config",
             "cumulo-filesystem",
+            "cumulo-http-client",
             "cumulo-loadgen",
             "cumulo-pattern",
             "cumulo-proto",
@@ -51,9 +53,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// Libraries of one concern, and the crates allowed to reach them (through
 /// any path). The router's hot path must not reach them at all.
 const CONFINED: &[(&str, &[&str])] = &[
-    // HTTP: the gateway and admin API (still in the core), and the load
-    // generator's HTTP client.
-    ("hyper", &["cumulo", "cumulo-loadgen"]),
+    // HTTP: the gateway and admin API (still in the core), the load
+    // generator's HTTP client and the http_client service.
+    ("hyper", &["cumulo", "cumulo-http-client", "cumulo-loadgen"]),
     // NATS: the cluster (still in the core) and the queue's JetStream backend.
     ("async-nats", &["cumulo", "cumulo-queue-jetstream"]),
     // WebSocket: the gateway (still in the core).

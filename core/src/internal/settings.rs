@@ -11,7 +11,7 @@ pub const CATALOGUE: cumulo_config::Catalogue =
     cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate"];
+pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "http_client", "queue", "request_rate"];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
@@ -19,6 +19,7 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),
         "http" => super::http::settings::check(settings),
+        "http_client" => cumulo_http_client::check_settings(settings),
         "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),
         "queue" => cumulo_queue::check_settings(settings),
         other => Err(format!("unknown internal service '{other}' (known: {})", KNOWN.join(", "))),
@@ -72,6 +73,11 @@ mod tests {
                 "sync",
             ),
             ("internal = \"request_rate\"\nsettings = { rate = -1 }", "service[0] (/s/).settings", "rate"),
+            (
+                "internal = \"http_client\"\nsettings = { max_connections = 0 }",
+                "service[0] (/s/).settings",
+                "http_client: max_connections: must be an integer",
+            ),
             ("internal = \"queue\"\nsettings = { backend = \"jetstream\" }", "cluster.servers", "add a [cluster]"),
         ];
         for (service, field, reason) in cases {
