@@ -63,7 +63,9 @@ impl Settings {
         let d = Settings::default();
         let max_response_bytes = int("max_response_bytes", d.max_response_bytes, 1, 1 << 30)?;
         let max_connections = int("max_connections", d.max_connections as u64, 1, 65_536)? as usize;
-        let max_idle_per_host = int("max_idle_per_host", d.max_idle_per_host as u64, 0, 65_536)? as usize;
+        // Unset, it is at most max_connections; set over it, refused.
+        let idle_default = d.max_idle_per_host.min(max_connections) as u64;
+        let max_idle_per_host = int("max_idle_per_host", idle_default, 0, 65_536)? as usize;
         if max_idle_per_host > max_connections {
             return Err(format!(
                 "http_client: max_idle_per_host: {max_idle_per_host} is over max_connections ({max_connections})"

@@ -85,6 +85,7 @@ fn redirects_change_the_method_as_rfc_9110_says_and_keep_credentials_home() {
 fn settings_are_checked_with_their_field_and_reason() {
     let check = |s: &str| crate::check_settings(&toml::from_str(s).unwrap());
     assert!(check("").is_ok());
+    assert!(check("max_connections = 4").is_ok(), "the default max_idle_per_host follows a smaller max_connections");
     let cases = [
         ("colour = 1", "http_client: colour: unknown setting"),
         ("max_response_bytes = 0", "http_client: max_response_bytes: must be an integer in 1"),

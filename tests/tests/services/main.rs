@@ -1,0 +1,4 @@
+//! Internal services of the platform end to end: the real core, real
+//! servers on loopback, called by name through the Rust SDK.
+
+mod http_client;
