@@ -48,7 +48,8 @@ fn hop_by_hop_headers_and_the_gateways_keys_are_not_sent() {
 
 #[test]
 fn a_bad_request_says_what_is_wrong() {
-    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         ("get", &[], "neither 'url' nor 'host'"),
         ("get", &[("url", "ftp://h/")], "scheme 'ftp'"),
         ("get", &[("url", "h/x")], "bad URL"),
