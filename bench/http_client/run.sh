@@ -77,7 +77,7 @@ for round in $(seq "$rounds"); do
     got[1]+="$("$hc" sdk "$work/cumulo.sock" /http/get "$url" "$concurrency" "$seconds" | cut -d' ' -f1) "
     got[2]+="$(python3 "$root/bench/http_client/client.py" cumulo "$work/cumulo.sock" /http/get "$url" "$concurrency" "$seconds" | cut -d' ' -f1) "
     got[3]+="$(python3 "$root/bench/http_client/client.py" urllib3 "$url" "$concurrency" "$seconds" | cut -d' ' -f1) "
-    echo "  round $round: ${got[0]##* } ${got[1]##* } ${got[2]##* } ${got[3]##* }" >&2
+    echo "  round $round (req/s): $(for i in 0 1 2 3; do printf '%s: %s; ' "${labels[$i]}" "$(awk '{print $NF}' <<<"${got[$i]}")"; done)" >&2
 done
 
 machine_line

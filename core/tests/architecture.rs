@@ -33,11 +33,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-loadgen", &["cumulo-proto", "cumulo-service", "cumulo-sys"]),
     ("cumulo-filesystem", &["cumulo-proto", "cumulo-service"]),
     ("cumulo-http-client", &["cumulo-service"]),
+    ("cumulo-health-check", &["cumulo-http-client", "cumulo-service"]),
     (
         "cumulo",
         &[
             "cumulo-config",
             "cumulo-filesystem",
+            "cumulo-health-check",
             "cumulo-http-client",
             "cumulo-loadgen",
             "cumulo-pattern",
@@ -54,8 +56,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// any path). The router's hot path must not reach them at all.
 const CONFINED: &[(&str, &[&str])] = &[
     // HTTP: the gateway and admin API (still in the core), the load
-    // generator's HTTP client and the http_client service.
-    ("hyper", &["cumulo", "cumulo-http-client", "cumulo-loadgen"]),
+    // generator's HTTP client, the http_client service, and health_check
+    // through the http_client library (it names no HTTP library itself).
+    ("hyper", &["cumulo", "cumulo-health-check", "cumulo-http-client", "cumulo-loadgen"]),
     // NATS: the cluster (still in the core) and the queue's JetStream backend.
     ("async-nats", &["cumulo", "cumulo-queue-jetstream"]),
     // WebSocket: the gateway (still in the core).

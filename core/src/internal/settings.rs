@@ -11,13 +11,14 @@ pub const CATALOGUE: cumulo_config::Catalogue =
     cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "http_client", "queue", "request_rate"];
+pub const KNOWN: &[&str] = &["echo", "filesystem", "health_check", "http", "http_client", "queue", "request_rate"];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),
+        "health_check" => cumulo_health_check::check_settings(settings),
         "http" => super::http::settings::check(settings),
         "http_client" => cumulo_http_client::check_settings(settings),
         "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),

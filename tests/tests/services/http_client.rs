@@ -276,8 +276,10 @@ fn expect_failure(api: &mut Api, url: &str, timeout_ms: u32, status: &str, kind:
 #[test]
 fn http_client_sends_to_nginx_and_reuses_its_connections() {
     let (nginx, _) = Nginx::start();
+    let admin = free_port();
     let core = Core::start(
         Config::new()
+            .admin("port", admin)
             .service(http_client("/http/", &[]).probe("/http/get"))
             .service(http_client("/http4/", &[("max_connections", "4".into())]).probe("/http4/get")),
     );
@@ -333,6 +335,28 @@ fn http_client_sends_to_nginx_and_reuses_its_connections() {
         seen.insert(i["x-connection"].clone());
     }
     assert!(seen.len() <= 4, "50 requests at once with max_connections = 4 used connections {seen:?}");
+
+    // what operators see: the admin API's view and /metrics
+    let v: serde_json::Value = serde_json::from_str(&admin_get(admin, "/v1/http-clients")).unwrap();
+    let view = v["http_clients"].as_array().unwrap().iter().find(|c| c["prefix"] == "/http4/").unwrap().clone();
+    assert_eq!(view["answered"]["2xx"], 50, "{view}");
+    assert!(view["connections_opened"].as_u64().unwrap() <= 4, "{view}");
+    assert!(view["connections_idle"].as_u64().unwrap() >= 1, "{view}");
+    let metrics = admin_get(admin, "/metrics");
+    let line = r#"cumulo_http_client_failures_total{service="/http/",process="0",error="bad_request"}"#;
+    assert!(metrics.contains(&format!("{line} 1")), "the probe's request without a URL is counted: {metrics}");
+    assert!(metrics.contains("cumulo_http_client_connections_open{"), "{metrics}");
+}
+
+/// The body of `GET path` on the admin API.
+fn admin_get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(ms(5000))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let end = text.find("\r\n\r\n").expect("a response head");
+    text[end + 4..].to_string()
 }
 
 #[test]
