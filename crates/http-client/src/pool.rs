@@ -154,6 +154,9 @@ impl Pool {
     /// the event loop: given back at once then, so that the next request
     /// finds it; else once it is ready, by a task of its own.
     pub async fn give_back(self: &Rc<Self>, conn: Conn) {
+        if self.max_idle_per_host == 0 {
+            return;
+        }
         for _ in 0..READY_TURNS {
             if conn.sender.is_ready() {
                 return self.keep(conn);
@@ -175,13 +178,13 @@ impl Pool {
 
     fn keep(&self, mut conn: Conn) {
         let mut idle = self.idle.borrow_mut();
-        let list = idle.entry(conn.origin.clone()).or_default();
-        if list.len() < self.max_idle_per_host {
-            conn.reused = true;
-            list.push_back(Idle { conn, since: Instant::now() });
-            drop(idle);
-            self.returned.notify_waiters();
+        if idle.get(&conn.origin).map_or(0, VecDeque::len) >= self.max_idle_per_host {
+            return; // closed: dropping it ends its connection task
         }
+        conn.reused = true;
+        idle.entry(conn.origin.clone()).or_default().push_back(Idle { conn, since: Instant::now() });
+        drop(idle);
+        self.returned.notify_waiters();
     }
 
     /// Closes the idle connections that timed out or that their server closed.

@@ -199,3 +199,20 @@ fn redirects_are_followed_only_when_asked_and_counted() {
         assert_eq!(client.counters.redirects.get(), 3);
     });
 }
+
+#[test]
+fn at_the_connection_limit_an_idle_connection_to_another_origin_makes_room() {
+    local(async {
+        let (a, accepted_a) = server(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\na").await;
+        let (b, accepted_b) = server(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nb").await;
+        let settings = Settings { max_connections: 1, ..Settings::default() };
+        let client = Client::new(&settings, 1024).unwrap();
+        for port in [a, b, a, a] {
+            let o = out("get", &[("url", &format!("http://127.0.0.1:{port}/"))]).unwrap();
+            assert_eq!(client.send(o, soon()).await.unwrap().status, 200);
+            assert_eq!(client.pool().open_count(), 1);
+        }
+        assert_eq!((accepted_a.get(), accepted_b.get()), (2, 1), "a's connection closed for b, then a new one kept");
+        assert_eq!(client.pool().idle_by_origin(), [(format!("http://127.0.0.1:{a}"), 1)]);
+    });
+}
