@@ -34,12 +34,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-loadgen", &["cumulo-proto", "cumulo-service", "cumulo-sys"]),
     ("cumulo-filesystem", &["cumulo-proto", "cumulo-service"]),
     ("cumulo-bridge", &["cumulo-service"]),
+    ("cumulo-http-client", &["cumulo-service"]),
+    ("cumulo-health-check", &["cumulo-http-client", "cumulo-service"]),
     (
         "cumulo",
         &[
             "cumulo-bridge",
             "cumulo-config",
             "cumulo-filesystem",
+            "cumulo-health-check",
+            "cumulo-http-client",
             "cumulo-loadgen",
             "cumulo-pattern",
             "cumulo-proto",
@@ -55,9 +59,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// Libraries of one concern, and the crates allowed to reach them (through
 /// any path). The router's hot path must not reach them at all.
 const CONFINED: &[(&str, &[&str])] = &[
-    // HTTP: the gateway and admin API (still in the core), and the load
-    // generator's HTTP client.
-    ("hyper", &["cumulo", "cumulo-loadgen"]),
+    // HTTP: the gateway and admin API (still in the core), the load
+    // generator's HTTP client, the http_client service, and health_check
+    // through the http_client library (it names no HTTP library itself).
+    ("hyper", &["cumulo", "cumulo-health-check", "cumulo-http-client", "cumulo-loadgen"]),
     // NATS: the cluster (still in the core) and the queue's JetStream backend.
     ("async-nats", &["cumulo", "cumulo-queue-jetstream"]),
     // WebSocket: the gateway (still in the core).

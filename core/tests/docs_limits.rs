@@ -8,7 +8,7 @@
 //! - a row of a key table (a `key` or `setting` column): the key, and the
 //!   number in backquotes its `default` starts with (`` `8388608` (8 MiB) ``,
 //!   `` `300` s ``); the key's section comes from the heading above the
-//!   table (`[core]`, `[[service]]`, the `filesystem`, `tcp`, `udp` or `queue` service,
+//!   table (`[core]`, `[[service]]`, the `filesystem`, `http_client`, `health_check`, `tcp`, `udp` or `queue` service,
 //!   GATEWAY.md's gateway settings, or its WebSocket table);
 //! - a row of a limits table: the names in backquotes of its `where` (else
 //!   its `limit` or `what`) column, paired in order with the values its
@@ -20,7 +20,7 @@
 //!
 //! A name is a limit's when it is `section.key` (`core.max_frame`), a key
 //! of the section its table or row is about (the first cell of a limits row
-//! says it: `HTTP`, `WebSocket`, `filesystem`, `tcp bridge`, `udp bridge`, `queue service`, `NATS`,
+//! says it: `HTTP`, `WebSocket`, `filesystem`, `http_client`, `health_check`, `tcp bridge`, `udp bridge`, `queue service`, `NATS`,
 //! `shard`, `node`, else the config section that has the key), or a
 //! constant (`MAX_NODES`, `config::NODE_QUEUE_LIMIT`). Other words in
 //! backquotes (frame names, statuses, test names) are not limits.
@@ -207,6 +207,10 @@ fn row_section(first: &str) -> Option<&'static str> {
     let has = |w: &str| words.contains(&w);
     if has("WebSocket") {
         Some("websocket")
+    } else if first.contains("http_client") {
+        Some("http_client")
+    } else if first.contains("health_check") {
+        Some("health_check")
     } else if has("HTTP") {
         Some("http")
     } else if has("filesystem") {
@@ -244,6 +248,10 @@ fn table_section(file: &str, heading: &str, header: &str) -> Option<&'static str
         Some("tcp")
     } else if heading.contains("`udp`") {
         Some("udp")
+    } else if heading.contains("`http_client`") {
+        Some("http_client")
+    } else if heading.contains("`health_check`") {
+        Some("health_check")
     } else if heading.contains("`queue`") {
         Some("queue")
     } else if file.ends_with("GATEWAY.md") {

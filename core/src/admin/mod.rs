@@ -7,6 +7,7 @@
 
 mod connections;
 mod dashboard;
+mod http_clients;
 mod log_level;
 mod node;
 mod prometheus;
@@ -233,6 +234,7 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::QueueDeadLetters => queues::operate(ctx, "dead_letters", query.as_deref()),
         Route::QueueReplay => queues::operate(ctx, "replay", query.as_deref()),
         Route::QueuePurge => queues::operate(ctx, "purge", query.as_deref()),
+        Route::HttpClients => http_clients::list(ctx),
         Route::Dashboard => return Ok(dashboard::page()),
         Route::DashboardScript => return Ok(dashboard::script()),
         Route::DashboardStyle => return Ok(dashboard::style()),

@@ -13,8 +13,8 @@ pub fn list(ctx: &AdminContext, query: Option<&str>) -> Answer {
     let kind = query.unwrap_or("").split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == "kind");
     // Taken out first: a report's view borrows its service, not the core.
     let all = match kind {
-        Some((_, k)) => ctx.core.borrow().reports.of_kind(k),
-        None => ctx.core.borrow().reports.all(),
+        Some((_, k)) => ctx.core.borrow().reports().of_kind(k),
+        None => ctx.core.borrow().reports().all(),
     };
     let reports: Vec<_> = all.iter().map(|r| json!({ "kind": r.kind(), "id": r.id(), "view": r.view() })).collect();
     Ok((StatusCode::OK, json!({ "reports": reports })))

@@ -65,6 +65,10 @@ service_crates! {
     UdpBridge(cumulo_bridge::Udp);
     /// The filesystem service (crates/filesystem).
     Filesystem(cumulo_filesystem::Filesystem);
+    /// Outgoing HTTP(S) requests by name (crates/http-client).
+    HttpClient(cumulo_http_client::HttpClient);
+    /// Hosts watched, their state served by name (crates/health-check).
+    HealthCheck(cumulo_health_check::HealthCheck);
     /// The load generator as a service (crates/loadgen).
     RequestRate(cumulo_loadgen::RequestRate);
     /// The durable queue (crates/queue).
@@ -101,7 +105,9 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
     match name {
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "filesystem" => Ok(Box::new(Filesystem(cumulo_filesystem::Filesystem::from_settings(settings)?))),
+        "health_check" => Ok(Box::new(HealthCheck(cumulo_health_check::HealthCheck::from_settings(settings)?))),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
+        "http_client" => Ok(Box::new(HttpClient(cumulo_http_client::HttpClient::from_settings(settings)?))),
         "request_rate" => Ok(Box::new(RequestRate(cumulo_loadgen::RequestRate::from_settings(settings)?))),
         "queue" if settings::is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(
             cumulo_queue_jetstream::JetStreamQueue::from_settings(settings, CLUSTER.get().cloned())?,

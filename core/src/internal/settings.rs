@@ -11,14 +11,17 @@ pub const CATALOGUE: cumulo_config::Catalogue =
     cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate", "tcp", "udp"];
+pub const KNOWN: &[&str] =
+    &["echo", "filesystem", "health_check", "http", "http_client", "queue", "request_rate", "tcp", "udp"];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),
+        "health_check" => cumulo_health_check::check_settings(settings),
         "http" => super::http::settings::check(settings),
+        "http_client" => cumulo_http_client::check_settings(settings),
         "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),
         "queue" => cumulo_queue::check_settings(settings),
         "tcp" => cumulo_bridge::check_tcp_settings(settings),
@@ -76,6 +79,11 @@ mod tests {
             ("internal = \"request_rate\"\nsettings = { rate = -1 }", "service[0] (/s/).settings", "rate"),
             ("internal = \"tcp\"\nsettings = { dest = \"/e\" }", "service[0] (/s/).settings", "tcp: port: is required"),
             ("internal = \"udp\"\nsettings = { port = 9 }", "service[0] (/s/).settings", "udp: dest: is required"),
+            (
+                "internal = \"http_client\"\nsettings = { max_connections = 0 }",
+                "service[0] (/s/).settings",
+                "http_client: max_connections: must be an integer",
+            ),
             ("internal = \"queue\"\nsettings = { backend = \"jetstream\" }", "cluster.servers", "add a [cluster]"),
         ];
         for (service, field, reason) in cases {

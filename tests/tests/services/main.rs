@@ -1,4 +1,7 @@
 //! The internal services built as crates of their own, end to end: the
-//! real core, real sockets from this process.
+//! real core, real servers and sockets on loopback, called by name through
+//! the Rust SDK.
 
 mod bridge;
+mod health_check;
+mod http_client;

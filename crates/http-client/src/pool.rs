@@ -1,0 +1,226 @@
+//! Keep-alive connections by origin, on hyper's HTTP/1 connection API.
+//!
+//! Every open connection, idle or busy, holds one permit of a semaphore of
+//! `max_connections`; at the limit, an idle connection to another origin is
+//! closed to make room, else the request waits for a permit or a connection
+//! coming back (within its deadline). At most `max_idle_per_host` wait idle
+//! per origin, each for at most `idle_timeout`. Everything runs on the
+//! core's thread: connection tasks are `spawn_local`, state is in `Cell`s.
+
+use crate::connect::{self, Step, Stream};
+use crate::error::Error;
+use crate::outgoing::Origin;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsConnector;
+
+/// How long a connection given back may take to be ready for the next
+/// request before it is closed instead of kept (hyper finishes reading the
+/// answer's end on its connection task).
+const READY_WAIT: Duration = Duration::from_secs(1);
+/// Turns of the event loop a connection given back is waited for inline.
+const READY_TURNS: usize = 4;
+
+/// One open connection, checked out for one request at a time.
+pub struct Conn {
+    pub sender: SendRequest<Full<Bytes>>,
+    origin: Origin,
+    /// Whether it served a request before (a failure on it may be the
+    /// server closing it while idle: the request is tried once more).
+    pub reused: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+pub struct Pool {
+    idle: RefCell<HashMap<Origin, VecDeque<Idle>>>,
+    slots: Arc<Semaphore>,
+    /// Woken when a connection comes back idle, for requests waiting on a slot.
+    returned: Notify,
+    tls: TlsConnector,
+    max_connections: usize,
+    max_idle_per_host: usize,
+    idle_timeout: Duration,
+    opened: Cell<u64>,
+    reuses: Cell<u64>,
+}
+
+impl Pool {
+    pub fn new(tls: TlsConnector, max_connections: usize, max_idle_per_host: usize, idle_timeout: Duration) -> Pool {
+        Pool {
+            idle: RefCell::default(),
+            slots: Arc::new(Semaphore::new(max_connections)),
+            returned: Notify::new(),
+            tls,
+            max_connections,
+            max_idle_per_host,
+            idle_timeout,
+            opened: Cell::new(0),
+            reuses: Cell::new(0),
+        }
+    }
+
+    /// A connection to `origin`: an idle one, else a new one.
+    pub async fn checkout(&self, origin: &Origin, step: &Cell<Step>) -> Result<Conn, Error> {
+        loop {
+            if let Some(conn) = self.take_idle(origin) {
+                self.reuses.set(self.reuses.get() + 1);
+                return Ok(conn);
+            }
+            if let Ok(permit) = self.slots.clone().try_acquire_owned() {
+                return self.open(origin, permit, step).await;
+            }
+            if self.close_one_idle() {
+                continue;
+            }
+            step.set(Step::Slot);
+            let returned = self.returned.notified();
+            tokio::select! {
+                permit = self.slots.clone().acquire_owned() => {
+                    let permit = permit.expect("the pool's semaphore is never closed");
+                    return self.open(origin, permit, step).await;
+                }
+                _ = returned => continue,
+            }
+        }
+    }
+
+    async fn open(&self, origin: &Origin, permit: OwnedSemaphorePermit, step: &Cell<Step>) -> Result<Conn, Error> {
+        let stream: Stream = connect::connect(origin, &self.tls, step).await?;
+        let (sender, connection) = http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| Error::new(crate::error::ErrorKind::Connect, format!("{origin}: {e}")))?;
+        self.opened.set(self.opened.get() + 1);
+        let label = origin.to_string();
+        tokio::task::spawn_local(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("http_client: connection to {label} ended: {e}");
+            }
+        });
+        Ok(Conn { sender, origin: origin.clone(), reused: false, _permit: permit })
+    }
+
+    /// The most recently used idle connection to `origin` that is still
+    /// open and not too old (the others are closed on the way).
+    fn take_idle(&self, origin: &Origin) -> Option<Conn> {
+        let mut idle = self.idle.borrow_mut();
+        let list = idle.get_mut(origin)?;
+        let mut found = None;
+        while let Some(i) = list.pop_back() {
+            if i.conn.sender.is_ready() && i.since.elapsed() < self.idle_timeout {
+                found = Some(i.conn);
+                break;
+            }
+        }
+        if list.is_empty() {
+            idle.remove(origin);
+        }
+        found.map(|mut c| {
+            c.reused = true;
+            c
+        })
+    }
+
+    /// Closes the oldest idle connection (of any origin); whether there was one.
+    fn close_one_idle(&self) -> bool {
+        let mut idle = self.idle.borrow_mut();
+        let oldest = idle.iter().filter_map(|(o, l)| l.front().map(|i| (i.since, o.clone()))).min_by_key(|(t, _)| *t);
+        let Some((_, origin)) = oldest else { return false };
+        if let Some(list) = idle.get_mut(&origin) {
+            list.pop_front();
+            if list.is_empty() {
+                idle.remove(&origin);
+            }
+        }
+        true
+    }
+
+    /// Gives back a connection whose answer was read to its end: kept idle
+    /// once hyper says it is ready for another request, if there is room.
+    /// hyper's connection task usually gets there within a turn or two of
+    /// the event loop: given back at once then, so that the next request
+    /// finds it; else once it is ready, by a task of its own.
+    pub async fn give_back(self: &Rc<Self>, conn: Conn) {
+        if self.max_idle_per_host == 0 {
+            return;
+        }
+        for _ in 0..READY_TURNS {
+            if conn.sender.is_ready() {
+                return self.keep(conn);
+            }
+            if conn.sender.is_closed() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        let pool = Rc::downgrade(self);
+        let mut conn = conn;
+        tokio::task::spawn_local(async move {
+            let ready = tokio::time::timeout(READY_WAIT, conn.sender.ready()).await;
+            if let (Some(pool), Ok(Ok(()))) = (pool.upgrade(), ready) {
+                pool.keep(conn);
+            }
+        });
+    }
+
+    fn keep(&self, mut conn: Conn) {
+        let mut idle = self.idle.borrow_mut();
+        if idle.get(&conn.origin).map_or(0, VecDeque::len) >= self.max_idle_per_host {
+            return; // closed: dropping it ends its connection task
+        }
+        conn.reused = true;
+        idle.entry(conn.origin.clone()).or_default().push_back(Idle { conn, since: Instant::now() });
+        drop(idle);
+        self.returned.notify_waiters();
+    }
+
+    /// Closes the idle connections that timed out or that their server closed.
+    pub fn sweep(&self) {
+        let mut idle = self.idle.borrow_mut();
+        for list in idle.values_mut() {
+            list.retain(|i| !i.conn.sender.is_closed() && i.since.elapsed() < self.idle_timeout);
+        }
+        idle.retain(|_, l| !l.is_empty());
+    }
+
+    /// Open connections, idle or busy.
+    pub fn open_count(&self) -> usize {
+        self.max_connections - self.slots.available_permits()
+    }
+
+    pub fn idle_count(&self) -> usize {
+        self.idle.borrow().values().map(VecDeque::len).sum()
+    }
+
+    /// Origins with idle connections, and how many each.
+    pub fn idle_by_origin(&self) -> Vec<(String, usize)> {
+        let mut v: Vec<_> = self.idle.borrow().iter().map(|(o, l)| (o.to_string(), l.len())).collect();
+        v.sort();
+        v
+    }
+
+    pub fn opened(&self) -> u64 {
+        self.opened.get()
+    }
+
+    pub fn reuses(&self) -> u64 {
+        self.reuses.get()
+    }
+
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+}
