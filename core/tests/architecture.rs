@@ -32,10 +32,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-queue-jetstream", &["cumulo-queue", "cumulo-service"]),
     ("cumulo-loadgen", &["cumulo-proto", "cumulo-service", "cumulo-sys"]),
     ("cumulo-filesystem", &["cumulo-proto", "cumulo-service"]),
+    ("cumulo-cron", &["cumulo-service"]),
     (
         "cumulo",
         &[
             "cumulo-config",
+            "cumulo-cron",
             "cumulo-filesystem",
             "cumulo-loadgen",
             "cumulo-pattern",

@@ -45,6 +45,8 @@ macro_rules! service_crates {
 }
 
 service_crates! {
+    /// The cron service (crates/cron).
+    Cron(cumulo_cron::Cron);
     /// The filesystem service (crates/filesystem).
     Filesystem(cumulo_filesystem::Filesystem);
     /// The load generator as a service (crates/loadgen).
@@ -81,6 +83,7 @@ pub fn set_cluster(c: &cumulo_config::cluster::ClusterConfig, node: &str) {
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
+        "cron" => Ok(Box::new(Cron(cumulo_cron::Cron::from_settings(settings)?))),
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "filesystem" => Ok(Box::new(Filesystem(cumulo_filesystem::Filesystem::from_settings(settings)?))),
         "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),

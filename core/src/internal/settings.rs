@@ -11,11 +11,12 @@ pub const CATALOGUE: cumulo_config::Catalogue =
     cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] = &["echo", "filesystem", "http", "queue", "request_rate"];
+pub const KNOWN: &[&str] = &["cron", "echo", "filesystem", "http", "queue", "request_rate"];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
+        "cron" => cumulo_cron::check_settings(settings),
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),
         "http" => super::http::settings::check(settings),
@@ -63,7 +64,7 @@ mod tests {
     #[test]
     fn the_config_checks_each_internal_service_with_its_own_settings_check() {
         let cases = [
-            ("internal = \"nosuch\"", "service[0] (/s/).internal", "unknown internal service 'nosuch' (known: echo,"),
+            ("internal = \"nosuch\"", "service[0] (/s/).internal", "unknown internal service 'nosuch' (known: cron, echo,"),
             ("internal = \"echo\"\nsettings = { colour = 1 }", "service[0] (/s/).settings", "echo: unknown setting"),
             ("internal = \"http\"\nsettings = { port = \"x\" }", "service[0] (/s/).settings", "port"),
             (
@@ -72,6 +73,11 @@ mod tests {
                 "sync",
             ),
             ("internal = \"request_rate\"\nsettings = { rate = -1 }", "service[0] (/s/).settings", "rate"),
+            (
+                "internal = \"cron\"\n[[service.settings.job]]\nname = \"n\"\nschedule = \"0 3 32 * *\"\ndest = \"/r\"",
+                "service[0] (/s/).settings",
+                "cron: job[0] (n).schedule: day-of-month: 32 is out of range 1-31",
+            ),
             ("internal = \"queue\"\nsettings = { backend = \"jetstream\" }", "cluster.servers", "add a [cluster]"),
         ];
         for (service, field, reason) in cases {
