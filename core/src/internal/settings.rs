@@ -64,7 +64,11 @@ mod tests {
     #[test]
     fn the_config_checks_each_internal_service_with_its_own_settings_check() {
         let cases = [
-            ("internal = \"nosuch\"", "service[0] (/s/).internal", "unknown internal service 'nosuch' (known: cron, echo,"),
+            (
+                "internal = \"nosuch\"",
+                "service[0] (/s/).internal",
+                "unknown internal service 'nosuch' (known: cron, echo,",
+            ),
             ("internal = \"echo\"\nsettings = { colour = 1 }", "service[0] (/s/).settings", "echo: unknown setting"),
             ("internal = \"http\"\nsettings = { port = \"x\" }", "service[0] (/s/).settings", "port"),
             (

@@ -31,6 +31,10 @@ mod zone;
 
 pub use error::CronError;
 pub use settings::{MAX_JOBS, MAX_NAME_LEN, MAX_REQUEST_BYTES};
+/// The time and random libraries, for the fuzz target's inputs.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use {fastrand, jiff};
 
 use cumulo_service::ServiceApi;
 use settings::Settings;

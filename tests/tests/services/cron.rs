@@ -12,7 +12,8 @@ const ON_TIME: Duration = Duration::from_millis(50);
 
 /// `internal = "cron"` at `/cron/` with these jobs (TOML inline tables).
 fn cron(jobs: &[&str]) -> Service {
-    Service::internal("/cron/", "cron").set("settings", format!("{{ timezone = \"utc\", job = [ {} ] }}", jobs.join(", ")))
+    Service::internal("/cron/", "cron")
+        .set("settings", format!("{{ timezone = \"utc\", job = [ {} ] }}", jobs.join(", ")))
 }
 
 fn unix_ms(t: SystemTime) -> i64 {
@@ -76,7 +77,7 @@ fn an_every_second_job_fires_sixty_times_in_a_minute_each_on_time_once() {
     eprintln!("60 events, the latest {worst} ms after its second");
     // The service's own view of its jobs, by name.
     let r = api.send_sync("/cron/jobs.json/get", b"", b"", opts(5000)).unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&r.response).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     let job = &v["jobs"][0];
     assert_eq!(job["name"], "tick", "{v}");
     assert!(job["ok"].as_u64().unwrap() >= 60, "{v}");
