@@ -185,7 +185,7 @@ impl Expression {
             None => (YEAR_MIN..=YEAR_MAX).contains(&year),
             Some(set) => {
                 let i = usize::from(year.wrapping_sub(YEAR_MIN));
-                year >= YEAR_MIN && year <= YEAR_MAX && set[i / 64] & 1 << (i % 64) != 0
+                (YEAR_MIN..=YEAR_MAX).contains(&year) && set[i / 64] & 1 << (i % 64) != 0
             }
         }
     }
