@@ -117,7 +117,11 @@ impl Job {
             return Err(err("name", format!("must be 1 to {MAX_NAME_LEN} of A-Z a-z 0-9 _ . -")));
         }
         let text = string("schedule", true)?.unwrap_or_default();
-        let schedule = Expression::parse(&text).map_err(|e| e.within(&format!("{label}.schedule")))?;
+        // Through a queue every node must pick the same random values (`~`),
+        // or their events would differ and each be done: the values follow
+        // from the job's name and schedule.
+        let mut rng = if via { fastrand::Rng::with_seed(fnv1a(&[&name, &text])) } else { fastrand::Rng::new() };
+        let schedule = Expression::parse_with(&text, &mut rng).map_err(|e| e.within(&format!("{label}.schedule")))?;
         if next_after(&schedule, now, zone).is_none() {
             return Err(err("schedule", format!("'{text}' has no time after now: it would never fire")));
         }
@@ -170,6 +174,15 @@ impl Job {
         };
         Ok(Job { name, schedule, dest, mcast, request_info, request, timeout_ms, priority })
     }
+}
+
+/// FNV-1a over the parts (a NUL after each): the same on every node and build.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in parts.iter().flat_map(|p| p.bytes().chain([0])) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 fn has_wildcard(s: &str) -> bool {

@@ -320,6 +320,23 @@ fn settings_are_read_whole() {
 }
 
 #[test]
+fn through_a_queue_random_values_are_the_same_on_every_node() {
+    let text = |via: &str| format!("{via}\n[[job]]\nname = \"spread\"\nschedule = \"~ ~ * * *\"\ndest = \"/r\"");
+    let fields = |via: &str| {
+        let s = settings(&text(via)).unwrap();
+        let e = &s.jobs[0].schedule;
+        (0..4)
+            .map(|k| next_after(e, ts("2026-11-28T20:00:00Z") + jiff::SignedDuration::from_hours(24 * k), &s.timezone))
+            .collect::<Vec<_>>()
+    };
+    let via = "via = \"/q/\"";
+    assert_eq!(fields(via), fields(via), "two nodes, one job: the same times");
+    // without a queue each node picks its own (almost surely different in 20 tries)
+    let first = fields("");
+    assert!((0..20).any(|_| fields("") != first));
+}
+
+#[test]
 fn settings_errors_name_the_field_and_the_reason() {
     let job =
         |extra: &str| format!("[[job]]\nname = \"nightly\"\nschedule = \"0 3 * * *\"\ndest = \"/r/post\"\n{extra}");
