@@ -214,10 +214,11 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once() {
     }
     assert!(counts.values().all(|n| *n == 1), "an event done twice: {counts:?}");
     // Both crons fired; the stream kept one of each pair.
-    for (core, port) in [(&a, port_a), (&b, port_b)] {
-        let v = wait_queue(core, port);
-        eprintln!("queue {v}");
-    }
+    let duplicates: u64 = [(&a, port_a), (&b, port_b)]
+        .into_iter()
+        .map(|(core, port)| wait_queue(core, port)["duplicates"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(duplicates >= 8, "the second node's copies are the queue's duplicates: {duplicates}");
     let fired = |core: &Core| {
         let r = core.client().send_sync("/cron/jobs.json/get", b"", b"", opts(5000)).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
@@ -225,5 +226,5 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once() {
     };
     let (fa, fb) = (fired(&a), fired(&b));
     assert!(fa >= 10 && fb >= 10, "node a fired {fa}, node b {fb}");
-    eprintln!("node a fired {fa}, node b {fb}; {} events done, each once", counts.len());
+    eprintln!("node a fired {fa}, node b {fb}; {} events done, each once; {duplicates} duplicates", counts.len());
 }
