@@ -22,7 +22,7 @@ const KNOWN_JOB: &[&str] = &["name", "schedule", "dest", "mcast", "request_info"
 
 pub struct Settings {
     pub timezone: TimeZone,
-    /// The zone as configured (`utc`, `local`, `Europe/London`).
+    /// The zone as configured (`utc`, `local (Etc/UTC)`, `Europe/London`).
     pub timezone_name: String,
     /// A queue's prefix that each event goes through, deduplicated by
     /// `<prefix><job>:<unix seconds>` (once per cloud with JetStream).
@@ -59,6 +59,11 @@ impl Settings {
             Some(_) => return Err(CronError::new("timezone", "must be a string: \"utc\", \"local\" or an IANA name")),
         };
         let timezone = zone_named(&timezone_name).map_err(|e| CronError::new("timezone", e))?;
+        // Say which zone "local" turned out to be.
+        let timezone_name = match (timezone_name.as_str(), timezone.iana_name()) {
+            ("local", Some(name)) => format!("local ({name})"),
+            _ => timezone_name,
+        };
         let via = match t.get("via") {
             None => None,
             Some(toml::Value::String(s)) if s.starts_with('/') && s.ends_with('/') && !has_wildcard(s) => {

@@ -383,3 +383,11 @@ fn settings_errors_name_the_field_and_the_reason() {
         (0..1001).map(|i| format!("[[job]]\nname = \"j{i}\"\nschedule = \"@daily\"\ndest = \"/r\"\n")).collect();
     assert_eq!(settings(&many).err().unwrap(), "cron: job: 1001 jobs: at most 1000");
 }
+
+#[test]
+fn local_is_the_systems_zone_and_says_which() {
+    let s = settings("timezone = \"local\"\n[[job]]\nname = \"n\"\nschedule = \"@daily\"\ndest = \"/r\"").unwrap();
+    assert!(s.timezone_name.starts_with("local"), "{}", s.timezone_name);
+    let utc = settings("[[job]]\nname = \"n\"\nschedule = \"@daily\"\ndest = \"/r\"").unwrap();
+    assert_eq!(utc.timezone_name, "utc");
+}
