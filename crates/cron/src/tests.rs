@@ -391,3 +391,76 @@ fn local_is_the_systems_zone_and_says_which() {
     let utc = settings("[[job]]\nname = \"n\"\nschedule = \"@daily\"\ndest = \"/r\"").unwrap();
     assert_eq!(utc.timezone_name, "utc");
 }
+
+/// The fuzz target's properties (fuzz/src/bin/cron_expression.rs) on
+/// expressions drawn at random from the characters they are made of: an
+/// error names a field; the next event is after the instant, a whole
+/// second, found again from the second before it, and followed by a later one.
+#[test]
+fn random_expressions_keep_the_fuzz_targets_properties() {
+    const FIELDS: &[&str] =
+        &["expression", "seconds", "minutes", "hours", "day-of-month", "month", "day-of-week", "year"];
+    // Items every field takes, then each field's own (and a few mistakes).
+    let common = ["*", "*/5", "*/1", "1", "5", "7", "1-5", "2-4/2", "5/7", "~", "~/7", "3~9", "3~9/2", "x", "*,"];
+    let own: [&[&str]; 7] = [
+        &["0", "59", "30-40"],
+        &["0", "59", "0-30/15"],
+        &["0", "23", "12-14"],
+        &["15", "29", "30", "31", "L", "LW", "15W", "30W", "1W"],
+        &["2", "12", "jan", "feb", "mar-may"],
+        &["0", "6", "5L", "fri#2", "1#5", "mon-fri", "sun", "SATL"],
+        &["2030", "2027-2031/2", "1970", "9999", "2026"],
+    ];
+    let zones: Vec<_> = ["utc", "America/New_York", "Europe/London", "Australia/Lord_Howe"]
+        .iter()
+        .map(|z| zone_named(z).unwrap())
+        .collect();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let (mut parsed, mut fired) = (0, 0);
+    for _ in 0..20_000 {
+        let n = rng.usize(5..=7);
+        // Which of the seven fields each written one is.
+        let kinds: &[usize] = match n {
+            5 => &[1, 2, 3, 4, 5],
+            6 => &[1, 2, 3, 4, 5, 6],
+            _ => &[0, 1, 2, 3, 4, 5, 6],
+        };
+        let fields: Vec<String> = kinds
+            .iter()
+            .map(|&k| {
+                let list: Vec<&str> =
+                    (0..rng.usize(1..=2))
+                        .map(|_| {
+                            if rng.bool() {
+                                common[rng.usize(..common.len())]
+                            } else {
+                                own[k][rng.usize(..own[k].len())]
+                            }
+                        })
+                        .collect();
+                list.join(",")
+            })
+            .collect();
+        let text = fields.join(" ");
+        let e = match Expression::parse_with(&text, &mut rng) {
+            Err(e) => {
+                assert!(FIELDS.contains(&e.field()) && !e.reason().is_empty(), "{text:?}: {e}");
+                continue;
+            }
+            Ok(e) => e,
+        };
+        parsed += 1;
+        let zone = &zones[rng.usize(..zones.len())];
+        let t = Timestamp::from_second(rng.i64(0..4_000_000_000)).unwrap();
+        let Some(next) = next_after(&e, t, zone) else { continue };
+        fired += 1;
+        assert!(next > t && next.subsec_nanosecond() == 0, "{text:?} after {t}: {next}");
+        let before = Timestamp::from_second(next.as_second() - 1).unwrap().max(t);
+        assert_eq!(next_after(&e, before, zone), Some(next), "{text:?} after {before}");
+        if let Some(after) = next_after(&e, next, zone) {
+            assert!(after > next, "{text:?}: {after} after {next}");
+        }
+    }
+    eprintln!("{parsed} parsed, {fired} fired");
+    assert!(parsed > 1000 && fired > 500, "{parsed} parsed, {fired} fired");
+}
