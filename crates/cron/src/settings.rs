@@ -45,11 +45,10 @@ pub struct Job {
 
 impl Settings {
     pub fn from_settings(t: &toml::Table) -> Result<Settings, CronError> {
-        Settings::at(t, Timestamp::now())
+        Settings::read(t)
     }
 
-    /// The settings, a schedule with no event after `now` refused.
-    pub fn at(t: &toml::Table, now: Timestamp) -> Result<Settings, CronError> {
+    fn read(t: &toml::Table) -> Result<Settings, CronError> {
         if let Some(k) = t.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(CronError::new(k.as_str(), format!("unknown setting (known: {})", KNOWN.join(", "))));
         }
@@ -83,7 +82,7 @@ impl Settings {
         }
         let mut out: Vec<Job> = Vec::with_capacity(jobs.len());
         for (i, j) in jobs.iter().enumerate() {
-            let job = Job::from_table(j, i, via.is_some(), &timezone, now)?;
+            let job = Job::from_table(j, i, via.is_some(), &timezone)?;
             if out.iter().any(|o| o.name == job.name) {
                 return Err(CronError::new(format!("job[{i}].name"), format!("'{}' is used twice", job.name)));
             }
@@ -94,7 +93,7 @@ impl Settings {
 }
 
 impl Job {
-    fn from_table(v: &toml::Value, i: usize, via: bool, zone: &TimeZone, now: Timestamp) -> Result<Job, CronError> {
+    fn from_table(v: &toml::Value, i: usize, via: bool, zone: &TimeZone) -> Result<Job, CronError> {
         let Some(t) = v.as_table() else {
             return Err(CronError::new(format!("job[{i}]"), "must be a table"));
         };
@@ -127,8 +126,14 @@ impl Job {
         // from the job's name and schedule.
         let mut rng = if via { fastrand::Rng::with_seed(fnv1a(&[&name, &text])) } else { fastrand::Rng::new() };
         let schedule = Expression::parse_with(&text, &mut rng).map_err(|e| e.within(&format!("{label}.schedule")))?;
-        if next_after(&schedule, now, zone).is_none() {
-            return Err(err("schedule", format!("'{text}' has no time after now: it would never fire")));
+        // A schedule that matches no date at all is a mistake; one whose
+        // times are all past (a year gone by) loads, idle, so that a config
+        // keeps loading as time goes on.
+        if next_after(&schedule, Timestamp::UNIX_EPOCH, zone).is_none() {
+            return Err(err(
+                "schedule",
+                format!("'{text}' matches no date (such as February 30): it would never fire"),
+            ));
         }
         let dest = string("dest", true)?.unwrap_or_default();
         if !dest.starts_with('/') || dest.len() > 4096 || dest.contains('\0') || has_wildcard(&dest) {

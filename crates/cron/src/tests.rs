@@ -282,7 +282,7 @@ fn events_in_a_zone_without_dst_are_its_civil_times() {
 /// Parses `settings = { ... }` as a config file would hand it over.
 fn settings(text: &str) -> Result<Settings, String> {
     let t: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-    Settings::at(&t, ts("2026-11-28T20:00:00Z")).map_err(|e| format!("cron: {e}"))
+    Settings::from_settings(&t).map_err(|e| format!("cron: {e}"))
 }
 
 #[test]
@@ -352,7 +352,7 @@ fn settings_errors_name_the_field_and_the_reason() {
         ),
         (
             "[[job]]\nname = \"feb30\"\nschedule = \"0 0 30 2 *\"\ndest = \"/r/post\"".to_string(),
-            "cron: job[0] (feb30).schedule: '0 0 30 2 *' has no time after now: it would never fire",
+            "cron: job[0] (feb30).schedule: '0 0 30 2 *' matches no date (such as February 30): it would never fire",
         ),
         ("[[job]]\nschedule = \"* * * * *\"\ndest = \"/r/post\"".to_string(), "cron: job[0].name: is required"),
         (
@@ -382,6 +382,12 @@ fn settings_errors_name_the_field_and_the_reason() {
     let many: String =
         (0..1001).map(|i| format!("[[job]]\nname = \"j{i}\"\nschedule = \"@daily\"\ndest = \"/r\"\n")).collect();
     assert_eq!(settings(&many).err().unwrap(), "cron: job: 1001 jobs: at most 1000");
+}
+
+#[test]
+fn a_schedule_whose_times_are_past_loads_idle() {
+    let s = settings("[[job]]\nname = \"n\"\nschedule = \"0 0 1 1 * 2020\"\ndest = \"/r\"").unwrap();
+    assert_eq!(next_after(&s.jobs[0].schedule, Timestamp::now(), &s.timezone), None);
 }
 
 #[test]
