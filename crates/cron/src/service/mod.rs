@@ -9,6 +9,9 @@ use jiff::{SignedDuration, Timestamp};
 use std::rc::Rc;
 use std::time::Duration;
 
+#[cfg(test)]
+mod tests;
+
 /// The longest single sleep: the wall clock is read again at least this
 /// often, so a clock set forward or back is noticed within it.
 const MAX_SLEEP: Duration = Duration::from_secs(10);
