@@ -56,8 +56,8 @@ suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay
 # shards, docs/ARCHITECTURE.md); the harnesses read CUMULO_TEST_THREADS.
 # `--workspace` keeps the dependency features of the first run, so the test
 # binaries built there are reused rather than built again.
-suite "Core, admin and queue end-to-end, core.threads = 2" \
-    env CUMULO_TEST_THREADS=2 cargo test --release --workspace --no-fail-fast --test e2e --test admin --test queue
+suite "Core, admin, queue and services end-to-end, core.threads = 2" \
+    env CUMULO_TEST_THREADS=2 cargo test --release --workspace --no-fail-fast --test e2e --test admin --test queue --test services
 [ -d tests/polyglot ] && suite "Cross-language end-to-end, core.threads = 2" \
     env CUMULO_TEST_THREADS=2 "$py" -m pytest -q tests/polyglot
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end, core.threads = 2" \
