@@ -36,11 +36,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-bridge", &["cumulo-service"]),
     ("cumulo-http-client", &["cumulo-service"]),
     ("cumulo-health-check", &["cumulo-http-client", "cumulo-service"]),
+    ("cumulo-cron", &["cumulo-service"]),
     (
         "cumulo",
         &[
             "cumulo-bridge",
             "cumulo-config",
+            "cumulo-cron",
             "cumulo-filesystem",
             "cumulo-health-check",
             "cumulo-http-client",

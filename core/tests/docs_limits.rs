@@ -8,7 +8,7 @@
 //! - a row of a key table (a `key` or `setting` column): the key, and the
 //!   number in backquotes its `default` starts with (`` `8388608` (8 MiB) ``,
 //!   `` `300` s ``); the key's section comes from the heading above the
-//!   table (`[core]`, `[[service]]`, the `filesystem`, `http_client`, `health_check`, `tcp`, `udp` or `queue` service,
+//!   table (`[core]`, `[[service]]`, the `filesystem`, `cron`, `http_client`, `health_check`, `tcp`, `udp` or `queue` service,
 //!   GATEWAY.md's gateway settings, or its WebSocket table);
 //! - a row of a limits table: the names in backquotes of its `where` (else
 //!   its `limit` or `what`) column, paired in order with the values its
@@ -20,7 +20,7 @@
 //!
 //! A name is a limit's when it is `section.key` (`core.max_frame`), a key
 //! of the section its table or row is about (the first cell of a limits row
-//! says it: `HTTP`, `WebSocket`, `filesystem`, `http_client`, `health_check`, `tcp bridge`, `udp bridge`, `queue service`, `NATS`,
+//! says it: `HTTP`, `WebSocket`, `filesystem`, `cron`, `http_client`, `health_check`, `tcp bridge`, `udp bridge`, `queue service`, `NATS`,
 //! `shard`, `node`, else the config section that has the key), or a
 //! constant (`MAX_NODES`, `config::NODE_QUEUE_LIMIT`). Other words in
 //! backquotes (frame names, statuses, test names) are not limits.
@@ -62,6 +62,8 @@ fn constants() -> Vec<(&'static [&'static str], u64)> {
         (&["MAX_REMOTE_PATTERN_LEN"], members::MAX_REMOTE_PATTERN_LEN as u64),
         (&["MAX_WINDOW"], config::MAX_WINDOW as u64),
         (&["MAX_THREADS"], config::MAX_THREADS as u64),
+        (&["MAX_JOBS"], cumulo_cron::MAX_JOBS as u64),
+        (&["MAX_REQUEST_BYTES"], cumulo_cron::MAX_REQUEST_BYTES as u64),
     ]
 }
 
@@ -219,6 +221,8 @@ fn row_section(first: &str) -> Option<&'static str> {
         Some("tcp")
     } else if has("udp") && has("bridge") {
         Some("udp")
+    } else if has("cron") {
+        Some("cron")
     } else if first.contains("queue service") {
         Some("queue")
     } else if has("NATS") {
@@ -252,6 +256,8 @@ fn table_section(file: &str, heading: &str, header: &str) -> Option<&'static str
         Some("http_client")
     } else if heading.contains("`health_check`") {
         Some("health_check")
+    } else if heading.contains("`cron`") {
+        Some("cron")
     } else if heading.contains("`queue`") {
         Some("queue")
     } else if file.ends_with("GATEWAY.md") {

@@ -6,6 +6,7 @@
 //! docs/ADMIN.md describes it; docs/admin-openapi.json specifies it.
 
 mod connections;
+mod cron;
 mod dashboard;
 mod http_clients;
 mod log_level;
@@ -235,6 +236,7 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::QueueReplay => queues::operate(ctx, "replay", query.as_deref()),
         Route::QueuePurge => queues::operate(ctx, "purge", query.as_deref()),
         Route::HttpClients => http_clients::list(ctx),
+        Route::Cron => cron::list(ctx),
         Route::Dashboard => return Ok(dashboard::page()),
         Route::DashboardScript => return Ok(dashboard::script()),
         Route::DashboardStyle => return Ok(dashboard::style()),

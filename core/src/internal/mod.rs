@@ -63,6 +63,8 @@ service_crates! {
     TcpBridge(cumulo_bridge::Tcp);
     /// The udp bridge (crates/bridge).
     UdpBridge(cumulo_bridge::Udp);
+    /// The cron service (crates/cron).
+    Cron(cumulo_cron::Cron);
     /// The filesystem service (crates/filesystem).
     Filesystem(cumulo_filesystem::Filesystem);
     /// Outgoing HTTP(S) requests by name (crates/http-client).
@@ -103,6 +105,7 @@ pub fn set_cluster(c: &cumulo_config::cluster::ClusterConfig, node: &str) {
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
+        "cron" => Ok(Box::new(Cron(cumulo_cron::Cron::from_settings(settings)?))),
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "filesystem" => Ok(Box::new(Filesystem(cumulo_filesystem::Filesystem::from_settings(settings)?))),
         "health_check" => Ok(Box::new(HealthCheck(cumulo_health_check::HealthCheck::from_settings(settings)?))),

@@ -12,11 +12,12 @@ pub const CATALOGUE: cumulo_config::Catalogue =
 
 /// Names accepted in `internal = "..."`.
 pub const KNOWN: &[&str] =
-    &["echo", "filesystem", "health_check", "http", "http_client", "queue", "request_rate", "tcp", "udp"];
+    &["cron", "echo", "filesystem", "health_check", "http", "http_client", "queue", "request_rate", "tcp", "udp"];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
+        "cron" => cumulo_cron::check_settings(settings),
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),
         "health_check" => cumulo_health_check::check_settings(settings),
@@ -68,7 +69,11 @@ mod tests {
     #[test]
     fn the_config_checks_each_internal_service_with_its_own_settings_check() {
         let cases = [
-            ("internal = \"nosuch\"", "service[0] (/s/).internal", "unknown internal service 'nosuch' (known: echo,"),
+            (
+                "internal = \"nosuch\"",
+                "service[0] (/s/).internal",
+                "unknown internal service 'nosuch' (known: cron, echo,",
+            ),
             ("internal = \"echo\"\nsettings = { colour = 1 }", "service[0] (/s/).settings", "echo: unknown setting"),
             ("internal = \"http\"\nsettings = { port = \"x\" }", "service[0] (/s/).settings", "port"),
             (
@@ -83,6 +88,11 @@ mod tests {
                 "internal = \"http_client\"\nsettings = { max_connections = 0 }",
                 "service[0] (/s/).settings",
                 "http_client: max_connections: must be an integer",
+            ),
+            (
+                "internal = \"cron\"\n[[service.settings.job]]\nname = \"n\"\nschedule = \"0 3 32 * *\"\ndest = \"/r\"",
+                "service[0] (/s/).settings",
+                "cron: job[0] (n).schedule: day-of-month: 32 is out of range 1-31",
             ),
             ("internal = \"queue\"\nsettings = { backend = \"jetstream\" }", "cluster.servers", "add a [cluster]"),
         ];

@@ -3,5 +3,6 @@
 //! the Rust SDK.
 
 mod bridge;
+mod cron;
 mod health_check;
 mod http_client;
