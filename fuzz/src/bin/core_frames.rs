@@ -20,7 +20,7 @@ use cumulo_proto::{kind, Frame, Send, TransId};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PREFIXES: [&str; 3] = ["/a/", "/b/", "/echo/"];
 const PATTERNS: [&str; 6] = ["x", "*", "y/*", "?", "x/y", "*/y"];
@@ -137,7 +137,7 @@ impl World {
         }
         let mut c = self.cores[self.conns[i].shard].borrow_mut();
         c.refresh_now();
-        if let Err((status, msg)) = c.handle_frame(id, frame) {
+        if let Err(cumulo_router::RouteError { status, why: msg }) = c.handle_frame(id, frame) {
             let out = &self.conns[i].outbox;
             out.push(|b| cumulo_proto::encode_error(b, status.code(), &msg));
             out.close();
@@ -165,7 +165,7 @@ impl World {
     }
 
     fn handle_bytes(&mut self, i: usize, bytes: &[u8]) {
-        let max = self.core(i).borrow().limits.max_frame;
+        let max = self.core(i).borrow().limits().max_frame;
         match cumulo_proto::next_frame_len(bytes, max) {
             Ok(Some(n)) => match cumulo_proto::decode(&bytes[cumulo_proto::LEN_PREFIX..n]) {
                 Ok(f) => self.handle(i, f),
