@@ -96,19 +96,6 @@ fn an_every_second_job_fires_sixty_times_in_a_minute_each_on_time_once() {
     }
 }
 
-/// The body of `GET path` on the admin API.
-fn admin_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(ms(5000))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let end = text.find("\r\n\r\n").expect("a response head");
-    text[end + 4..].to_string()
-}
-
 #[test]
 fn a_bad_schedule_is_refused_by_check_and_run_with_file_field_and_reason() {
     let dir = TempDir::new();
@@ -132,15 +119,7 @@ fn a_bad_schedule_is_refused_by_check_and_run_with_file_field_and_reason() {
 
 /// A node of cloud `cloud` on these NATS servers, with an admin port.
 fn node(cloud: &str, servers: &[String], name: &str, id: u32) -> Config {
-    let list: Vec<String> = servers.iter().map(|s| q(s)).collect();
-    Config::new()
-        .core("node_id", id)
-        .admin("port", free_port())
-        .cluster("node", q(name))
-        .cluster("name", q(cloud))
-        .cluster("servers", format!("[{}]", list.join(", ")))
-        .cluster("heartbeat_ms", 100)
-        .cluster("purge_ms", 1000)
+    cluster_node(cloud, servers, name, id, 1000)
 }
 
 fn admin_port(cfg: &Config) -> u16 {
