@@ -76,6 +76,18 @@ internal = "queue"
 settings = {{ dir = "{work}/jobs", mode = "accepted", retry = 0, timeout_ms = 200 }}
 
 [[service]]
+prefix = "/echo/"
+internal = "echo"
+
+[[service]]
+prefix = "/cron/"
+internal = "cron"
+[[service.settings.job]]
+name = "tick"
+schedule = "* * * * * * *"
+dest = "/echo/tick"
+
+[[service]]
 prefix = "/load/"
 internal = "request_rate"
 settings = {{ service_name = "/tests/http_req/rust.xml/get", request = {{ value = 42 }}, request_rate = {RATE} }}
@@ -267,6 +279,22 @@ def test_the_queues_panel_shows_a_dead_letter_and_a_click_purges_it(cloud: Cloud
     assert browser.wait_for(dead + " === '0'", timeout=20, what="no dead letter after the click")
     q = cloud.get("/v1/queues")["queues"][0]
     assert (q["prefix"], q["dead_letters"], q["purged"]) == ("/jobs/", 0, 1), q
+
+
+def test_the_services_built_on_the_core_show_their_reports(cloud: Cloud, browser: Chromium) -> None:
+    # A cron job firing every second at echo: its row counts the events.
+    row = "document.querySelector(\"#reports tr[data-kind='cron']\")"
+    fired = "(() => { const r = %s; const m = r && /fired (\\d+)/.exec(r.children[2].textContent); return m ? +m[1] : 0; })()" % row
+    assert browser.wait_for("!document.querySelector('#reports-section').hidden", what="the reports panel")
+    browser.wait_for(fired + " >= 1", timeout=20, what="a cron event in the reports panel")
+    first = browser.eval(fired)
+    browser.wait_for(fired + " > %d" % first, timeout=10, what="the next cron event counted")
+    text = browser.eval(row + ".children[2].textContent")
+    assert "name tick" in text and "dest /echo/tick" in text, text
+    # queues keep their own panel
+    assert browser.eval("document.querySelector(\"#reports tr[data-kind='queue']\")") is None
+    shot = cloud.work / "dashboard-reports.png"
+    check_png(browser.screenshot(shot), shot)
 
 
 def test_a_hundred_more_services_still_render_and_refresh(cloud: Cloud, browser: Chromium) -> None:

@@ -202,3 +202,21 @@ impl Config {
 pub fn test_threads() -> u32 {
     std::env::var("CUMULO_TEST_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
+
+/// The config of node `name` (node_id `id`) of cloud `cloud` on these NATS
+/// servers, with an admin port of its own: heartbeats every
+/// `CLUSTER_HEARTBEAT_MS`, a node silent for `purge_ms` purged.
+pub fn cluster_node(cloud: &str, servers: &[String], name: &str, id: u32, purge_ms: u32) -> Config {
+    let quoted: Vec<String> = servers.iter().map(|s| q(s)).collect();
+    Config::new()
+        .core("node_id", id)
+        .admin("port", crate::free_port())
+        .cluster("node", q(name))
+        .cluster("name", q(cloud))
+        .cluster("servers", format!("[{}]", quoted.join(", ")))
+        .cluster("heartbeat_ms", CLUSTER_HEARTBEAT_MS)
+        .cluster("purge_ms", purge_ms)
+}
+
+/// The heartbeat of the nodes of `cluster_node`.
+pub const CLUSTER_HEARTBEAT_MS: u32 = 100;

@@ -301,3 +301,16 @@ impl Drop for Core {
         }
     }
 }
+
+/// The body of `GET path` on an admin API at `port` (no token).
+pub fn admin_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let end = text.find("\r\n\r\n").expect("a response head");
+    text[end + 4..].to_string()
+}

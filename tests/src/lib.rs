@@ -8,9 +8,9 @@ pub mod load;
 pub mod nats;
 pub mod raw;
 
-pub use config::{q, Config, Service};
+pub use config::{cluster_node, q, Config, Service, CLUSTER_HEARTBEAT_MS};
 pub use cumulo::{Api, Error, Options, Response, SendOptions, Status};
-pub use harness::{cumulo_bin, cumulo_cmd, free_port, Core, TempDir};
+pub use harness::{admin_get, cumulo_bin, cumulo_cmd, free_port, Core, TempDir};
 pub use load::{Load, LoadReport};
 pub use nats::{NatsCluster, NatsServer};
 

@@ -6,13 +6,8 @@ use std::time::{Duration, Instant};
 
 /// Heartbeat and purge of the test clouds, ms: fast, so that joins and
 /// losses show within a test's time.
-pub const HEARTBEAT_MS: u32 = 100;
+pub const HEARTBEAT_MS: u32 = CLUSTER_HEARTBEAT_MS;
 pub const PURGE_MS: u32 = 1000;
-
-pub fn toml_list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| q(s)).collect();
-    format!("[{}]", quoted.join(", "))
-}
 
 /// The config of node `name` (node_id `id`) of cloud `cloud`.
 pub fn node_in(cloud: &str, servers: &[String], name: &str, id: u32) -> Config {
@@ -21,14 +16,7 @@ pub fn node_in(cloud: &str, servers: &[String], name: &str, id: u32) -> Config {
 
 /// As `node_in`, purging a node silent for `purge_ms` (instead of `PURGE_MS`).
 pub fn node_purging_after(cloud: &str, servers: &[String], name: &str, id: u32, purge_ms: u32) -> Config {
-    Config::new()
-        .core("node_id", id)
-        .admin("port", free_port())
-        .cluster("node", q(name))
-        .cluster("name", q(cloud))
-        .cluster("servers", toml_list(servers))
-        .cluster("heartbeat_ms", HEARTBEAT_MS)
-        .cluster("purge_ms", purge_ms)
+    cluster_node(cloud, servers, name, id, purge_ms)
 }
 
 pub fn node(servers: &[String], name: &str, id: u32) -> Config {
@@ -73,15 +61,3 @@ pub fn wait_joined(core: &Core, node: &str) {
     std::thread::sleep(ms(3 * HEARTBEAT_MS as u64));
 }
 
-/// The body of `GET path` on a node's admin API.
-pub fn admin_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(ms(5000))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let end = text.find("\r\n\r\n").expect("a response head");
-    text[end + 4..].to_string()
-}

@@ -10,17 +10,9 @@ use cumulo_e2e::*;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-/// A cumulo node of cloud `cloud` on these NATS servers, with an admin port.
+/// A node of cloud `cloud` on these NATS servers, with an admin port.
 fn node(cloud: &str, servers: &[String], name: &str, id: u32) -> Config {
-    let list: Vec<String> = servers.iter().map(|s| q(s)).collect();
-    Config::new()
-        .core("node_id", id)
-        .admin("port", free_port())
-        .cluster("node", q(name))
-        .cluster("name", q(cloud))
-        .cluster("servers", format!("[{}]", list.join(", ")))
-        .cluster("heartbeat_ms", 100)
-        .cluster("purge_ms", 1000)
+    cluster_node(cloud, servers, name, id, 1000)
 }
 
 /// A queue at `prefix` on JetStream with these settings.

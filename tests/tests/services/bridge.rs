@@ -309,18 +309,6 @@ fn udp_datagrams_round_trip_and_an_oversized_one_is_refused() {
     assert_eq!(&buf[..n], &[b'y'; 100]);
 }
 
-/// The body of `GET path` on the admin API.
-fn admin_get(port: u16, path: &str) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(WAIT)).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let end = text.find("\r\n\r\n").expect("a response head");
-    text[end + 4..].to_string()
-}
-
 #[test]
 fn tcp_answers_come_in_the_order_of_the_messages_whatever_order_they_are_answered_in() {
     let port = free_port();

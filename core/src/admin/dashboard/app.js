@@ -332,6 +332,52 @@ function renderQueues(v) {
   }
 }
 
+// ---- services built on the core -------------------------------------------
+
+// A report's view is the service's own JSON (GET /v1/reports): its plain
+// values on one line, then one line per object it holds (a cron job, a
+// watched host, errors by kind), so a new kind of service shows without a
+// change here. Queues have their own panel above.
+function plainValues(o) {
+  return Object.entries(o)
+    .filter(([, v]) => v !== null && typeof v !== "object")
+    .map(([k, v]) => k + " " + v)
+    .join(" · ");
+}
+
+function reportLines(view) {
+  const lines = [plainValues(view)];
+  for (const [k, v] of Object.entries(view)) {
+    if (Array.isArray(v)) {
+      for (const item of v) {
+        if (item && typeof item === "object") lines.push(k + ": " + plainValues(item));
+      }
+    } else if (v && typeof v === "object") {
+      lines.push(k + ": " + plainValues(v));
+    }
+  }
+  return lines.filter((l) => !/^[^:]*: ?$/.test(l) && l !== "");
+}
+
+function renderReports(v) {
+  const shown = v.reports.filter((r) => r.kind !== "queue");
+  $("#reports-section").hidden = shown.length === 0;
+  const tbody = $("#reports tbody");
+  tbody.textContent = "";
+  for (const r of shown) {
+    const tr = document.createElement("tr");
+    tr.dataset.kind = r.kind;
+    tr.dataset.id = r.id;
+    for (const text of [r.kind, r.id, reportLines(r.view).join("\n")]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.appendChild(td);
+    }
+    tr.lastChild.className = "figures";
+    tbody.appendChild(tr);
+  }
+}
+
 // ---- log -----------------------------------------------------------------
 
 function shownLevel(level) {
@@ -446,6 +492,7 @@ async function poll() {
     if (document.activeElement !== levelInput) levelInput.value = status.log_level;
     if (state.polls % NODES_EVERY === 0) renderNodes(await api("GET", "/v1/nodes"));
     renderQueues(await api("GET", "/v1/queues"));
+    renderReports(await api("GET", "/v1/reports"));
     if (state.subsOpen.size) await showSubscriptions();
     await pollLog();
     drawChart();
