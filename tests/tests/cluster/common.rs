@@ -60,4 +60,3 @@ pub fn wait_joined(core: &Core, node: &str) {
     core.wait_lines(&[&format!("node {node} joined")], 1, ms(10_000));
     std::thread::sleep(ms(3 * HEARTBEAT_MS as u64));
 }
-

@@ -200,7 +200,12 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once_with_a_node_ki
     let (first, last) = (*counts.keys().next().unwrap(), *counts.keys().last().unwrap());
     assert!(last - first >= 10 && last - killed_at >= 5, "events {first}..{last}, b killed at {killed_at}: {counts:?}");
     for u in first + 2..=last - 2 {
-        assert_eq!(counts.get(&u), Some(&1), "second {u} done {:?} times (b killed at {killed_at}): {counts:?}", counts.get(&u));
+        assert_eq!(
+            counts.get(&u),
+            Some(&1),
+            "second {u} done {:?} times (b killed at {killed_at}): {counts:?}",
+            counts.get(&u)
+        );
     }
     assert!(counts.values().all(|n| *n == 1), "an event done twice: {counts:?}");
     // Both crons fired while both ran; the stream kept one of each pair.
