@@ -37,7 +37,7 @@ impl Client {
     /// passes the smaller of `max_response_bytes` and the core's frame).
     pub fn new(settings: &Settings, max_body: usize) -> Result<Client, String> {
         let tls = crate::connect::tls_connector(settings)?;
-        let pool = Pool::new(tls, settings.max_connections, settings.max_idle_per_host, settings.idle_timeout);
+        let pool = Pool::new(tls, settings);
         Ok(Client { pool: Rc::new(pool), max_body, counters: Counters::default() })
     }
 

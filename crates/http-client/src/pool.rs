@@ -1,15 +1,18 @@
 //! Keep-alive connections by origin, on hyper's HTTP/1 connection API.
 //!
 //! Every open connection, idle or busy, holds one permit of a semaphore of
-//! `max_connections`; at the limit, an idle connection to another origin is
-//! closed to make room, else the request waits for a permit or a connection
-//! coming back (within its deadline). At most `max_idle_per_host` wait idle
+//! `max_connections` and one of its origin's semaphore of
+//! `max_connections_per_host`. At the origin's limit a request waits for a
+//! connection to it coming back or closing; at the total limit, an idle
+//! connection to another origin is closed to make room, else the request
+//! waits for a permit or a connection coming back (within its deadline). At most `max_idle_per_host` wait idle
 //! per origin, each for at most `idle_timeout`. Everything runs on the
 //! core's thread: connection tasks are `spawn_local`, state is in `Cell`s.
 
 use crate::connect::{self, Step, Stream};
 use crate::error::Error;
 use crate::outgoing::Origin;
+use crate::settings::Settings;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -37,6 +40,7 @@ pub struct Conn {
     /// server closing it while idle: the request is tried once more).
     pub reused: bool,
     _permit: OwnedSemaphorePermit,
+    _origin_permit: OwnedSemaphorePermit,
 }
 
 struct Idle {
@@ -47,6 +51,10 @@ struct Idle {
 pub struct Pool {
     idle: RefCell<HashMap<Origin, VecDeque<Idle>>>,
     slots: Arc<Semaphore>,
+    /// Each origin's open connections, at most `max_per_origin` (the entry
+    /// of an origin with none open is dropped by `sweep`).
+    origin_slots: RefCell<HashMap<Origin, Arc<Semaphore>>>,
+    max_per_origin: usize,
     /// Woken when a connection comes back idle, for requests waiting on a slot.
     returned: Notify,
     tls: TlsConnector,
@@ -58,15 +66,17 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(tls: TlsConnector, max_connections: usize, max_idle_per_host: usize, idle_timeout: Duration) -> Pool {
+    pub fn new(tls: TlsConnector, settings: &Settings) -> Pool {
         Pool {
             idle: RefCell::default(),
-            slots: Arc::new(Semaphore::new(max_connections)),
+            slots: Arc::new(Semaphore::new(settings.max_connections)),
+            origin_slots: RefCell::default(),
+            max_per_origin: settings.max_connections_per_host,
             returned: Notify::new(),
             tls,
-            max_connections,
-            max_idle_per_host,
-            idle_timeout,
+            max_connections: settings.max_connections,
+            max_idle_per_host: settings.max_idle_per_host,
+            idle_timeout: settings.idle_timeout,
             opened: Cell::new(0),
             reuses: Cell::new(0),
         }
@@ -79,8 +89,22 @@ impl Pool {
                 self.reuses.set(self.reuses.get() + 1);
                 return Ok(conn);
             }
+            let mine = self.origin_slots(origin);
+            let origin_permit = match mine.clone().try_acquire_owned() {
+                Ok(p) => p,
+                Err(_) => {
+                    // Every connection this origin may have is busy: one
+                    // coming back idle, or closing, lets this request on.
+                    step.set(Step::Slot);
+                    let returned = self.returned.notified();
+                    tokio::select! {
+                        p = mine.acquire_owned() => p.expect("the pool's semaphores are never closed"),
+                        _ = returned => continue,
+                    }
+                }
+            };
             if let Ok(permit) = self.slots.clone().try_acquire_owned() {
-                return self.open(origin, permit, step).await;
+                return self.open(origin, permit, origin_permit, step).await;
             }
             if self.close_one_idle() {
                 continue;
@@ -89,15 +113,27 @@ impl Pool {
             let returned = self.returned.notified();
             tokio::select! {
                 permit = self.slots.clone().acquire_owned() => {
-                    let permit = permit.expect("the pool's semaphore is never closed");
-                    return self.open(origin, permit, step).await;
+                    let permit = permit.expect("the pool's semaphores are never closed");
+                    return self.open(origin, permit, origin_permit, step).await;
                 }
                 _ = returned => continue,
             }
         }
     }
 
-    async fn open(&self, origin: &Origin, permit: OwnedSemaphorePermit, step: &Cell<Step>) -> Result<Conn, Error> {
+    /// The semaphore of `origin`'s open connections.
+    fn origin_slots(&self, origin: &Origin) -> Arc<Semaphore> {
+        let mut all = self.origin_slots.borrow_mut();
+        all.entry(origin.clone()).or_insert_with(|| Arc::new(Semaphore::new(self.max_per_origin))).clone()
+    }
+
+    async fn open(
+        &self,
+        origin: &Origin,
+        permit: OwnedSemaphorePermit,
+        origin_permit: OwnedSemaphorePermit,
+        step: &Cell<Step>,
+    ) -> Result<Conn, Error> {
         let stream: Stream = connect::connect(origin, &self.tls, step).await?;
         let (sender, connection) = http1::Builder::new()
             .handshake(TokioIo::new(stream))
@@ -110,7 +146,7 @@ impl Pool {
                 tracing::debug!("http_client: connection to {label} ended: {e}");
             }
         });
-        Ok(Conn { sender, origin: origin.clone(), reused: false, _permit: permit })
+        Ok(Conn { sender, origin: origin.clone(), reused: false, _permit: permit, _origin_permit: origin_permit })
     }
 
     /// The most recently used idle connection to `origin` that is still
@@ -194,6 +230,10 @@ impl Pool {
             list.retain(|i| !i.conn.sender.is_closed() && i.since.elapsed() < self.idle_timeout);
         }
         idle.retain(|_, l| !l.is_empty());
+        drop(idle);
+        // An origin with no connection open holds all its permits.
+        let max = self.max_per_origin;
+        self.origin_slots.borrow_mut().retain(|_, s| s.available_permits() < max);
     }
 
     /// Open connections, idle or busy.
@@ -222,5 +262,9 @@ impl Pool {
 
     pub fn max_connections(&self) -> usize {
         self.max_connections
+    }
+
+    pub fn max_connections_per_host(&self) -> usize {
+        self.max_per_origin
     }
 }

@@ -77,6 +77,7 @@ impl Report for ClientReport {
             "connections_open": pool.open_count(),
             "connections_idle": pool.idle_count(),
             "max_connections": pool.max_connections(),
+            "max_connections_per_host": pool.max_connections_per_host(),
             "connections_opened": pool.opened(),
             "connections_reused": pool.reuses(),
             "idle_by_origin": idle,

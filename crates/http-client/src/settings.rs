@@ -14,6 +14,8 @@ pub struct Settings {
     pub max_response_bytes: u64,
     /// Open connections, idle and busy, to all hosts together.
     pub max_connections: usize,
+    /// Open connections, idle and busy, to one origin (scheme, host, port).
+    pub max_connections_per_host: usize,
     pub max_idle_per_host: usize,
     pub idle_timeout: Duration,
     /// Redirects followed when the request does not say.
@@ -27,6 +29,7 @@ impl Default for Settings {
         Settings {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_connections: 256,
+            max_connections_per_host: 64,
             max_idle_per_host: 16,
             idle_timeout: Duration::from_secs(30),
             max_redirects: 0,
@@ -39,6 +42,7 @@ impl Default for Settings {
 const KNOWN: &[&str] = &[
     "max_response_bytes",
     "max_connections",
+    "max_connections_per_host",
     "max_idle_per_host",
     "idle_timeout_ms",
     "max_redirects",
@@ -63,12 +67,20 @@ impl Settings {
         let d = Settings::default();
         let max_response_bytes = int("max_response_bytes", d.max_response_bytes, 1, 1 << 30)?;
         let max_connections = int("max_connections", d.max_connections as u64, 1, 65_536)? as usize;
-        // Unset, it is at most max_connections; set over it, refused.
-        let idle_default = d.max_idle_per_host.min(max_connections) as u64;
-        let max_idle_per_host = int("max_idle_per_host", idle_default, 0, 65_536)? as usize;
-        if max_idle_per_host > max_connections {
+        // Unset, these are at most max_connections; set over it, refused.
+        let per_host_default = d.max_connections_per_host.min(max_connections) as u64;
+        let max_connections_per_host = int("max_connections_per_host", per_host_default, 1, 65_536)? as usize;
+        if max_connections_per_host > max_connections {
             return Err(format!(
-                "http_client: max_idle_per_host: {max_idle_per_host} is over max_connections ({max_connections})"
+                "http_client: max_connections_per_host: {max_connections_per_host} is over max_connections ({max_connections})"
+            ));
+        }
+        let idle_default = d.max_idle_per_host.min(max_connections_per_host) as u64;
+        let max_idle_per_host = int("max_idle_per_host", idle_default, 0, 65_536)? as usize;
+        if max_idle_per_host > max_connections_per_host {
+            return Err(format!(
+                "http_client: max_idle_per_host: {max_idle_per_host} is over max_connections_per_host \
+                 ({max_connections_per_host})"
             ));
         }
         let idle_timeout = Duration::from_millis(int("idle_timeout_ms", 30_000, 1, 3_600_000)?);
@@ -93,6 +105,7 @@ impl Settings {
         Ok(Settings {
             max_response_bytes,
             max_connections,
+            max_connections_per_host,
             max_idle_per_host,
             idle_timeout,
             max_redirects,

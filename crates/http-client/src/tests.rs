@@ -86,11 +86,19 @@ fn redirects_change_the_method_as_rfc_9110_says_and_keep_credentials_home() {
 fn settings_are_checked_with_their_field_and_reason() {
     let check = |s: &str| crate::check_settings(&toml::from_str(s).unwrap());
     assert!(check("").is_ok());
-    assert!(check("max_connections = 4").is_ok(), "the default max_idle_per_host follows a smaller max_connections");
+    assert!(check("max_connections = 4").is_ok(), "the defaults per host follow a smaller max_connections");
     let cases = [
         ("colour = 1", "http_client: colour: unknown setting"),
         ("max_response_bytes = 0", "http_client: max_response_bytes: must be an integer in 1"),
         ("max_connections = 2\nmax_idle_per_host = 3", "http_client: max_idle_per_host: 3 is over max_connections"),
+        (
+            "max_connections = 2\nmax_connections_per_host = 3",
+            "http_client: max_connections_per_host: 3 is over max_connections (2)",
+        ),
+        (
+            "max_connections_per_host = 4\nmax_idle_per_host = 5",
+            "http_client: max_idle_per_host: 5 is over max_connections_per_host (4)",
+        ),
         ("max_redirects = 21", "http_client: max_redirects"),
         ("ca_file = \"/nonexistent/ca.pem\"", "http_client: ca_file: '/nonexistent/ca.pem'"),
         ("system_roots = false", "http_client: system_roots: false needs a ca_file"),
@@ -214,5 +222,27 @@ fn at_the_connection_limit_an_idle_connection_to_another_origin_makes_room() {
         }
         assert_eq!((accepted_a.get(), accepted_b.get()), (2, 1), "a's connection closed for b, then a new one kept");
         assert_eq!(client.pool().idle_by_origin(), [(format!("http://127.0.0.1:{a}"), 1)]);
+    });
+}
+
+#[test]
+fn one_origin_gets_at_most_max_connections_per_host() {
+    local(async {
+        let (port, accepted) = server(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\na").await;
+        let settings =
+            Settings { max_connections: 8, max_connections_per_host: 2, max_idle_per_host: 2, ..Settings::default() };
+        let client = std::rc::Rc::new(Client::new(&settings, 1024).unwrap());
+        let sends: Vec<_> = (0..10)
+            .map(|_| {
+                let client = client.clone();
+                let o = out("get", &[("url", &format!("http://127.0.0.1:{port}/"))]).unwrap();
+                tokio::task::spawn_local(async move { client.send(o, soon()).await.map(|a| a.status) })
+            })
+            .collect();
+        for send in sends {
+            assert_eq!(send.await.unwrap().unwrap(), 200, "every request waited for a connection of its origin");
+        }
+        assert!(accepted.get() <= 2, "{} connections to one origin, at most 2 allowed", accepted.get());
+        assert!(client.pool().open_count() <= 2);
     });
 }
