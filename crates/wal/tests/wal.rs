@@ -63,8 +63,20 @@ fn segment_path(dir: &Path, segment: u64) -> PathBuf {
 
 type Records = Vec<(Position, Vec<u8>)>;
 
+/// Opens the log again. A log just dropped has released its lock, but a
+/// process another test spawns at that moment holds a copy of the lock's
+/// descriptor from its fork until its exec closes it (close-on-exec), so
+/// `InUse` is retried for up to a second; any other error fails at once.
 fn reopen(o: &Options) -> (Log, Records, Vec<Dropped>) {
-    let (log, rec) = Log::open(o.clone()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    let (log, rec) = loop {
+        match Log::open(o.clone()) {
+            Err(WalError::InUse { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            opened => break opened.unwrap(),
+        }
+    };
     let (records, dropped) = rec.into_parts();
     (log, records, dropped)
 }
