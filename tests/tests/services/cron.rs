@@ -167,12 +167,15 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once_with_a_node_ki
     wait_queue(&a, port_a);
     wait_queue(&b, port_b);
     let mut api = a.client_with_prefix("/rec/");
-    let seen: Rc<RefCell<Vec<i64>>> = Rc::default();
+    // (the event's second, the queue's attempt number) of every delivery
+    let seen: Rc<RefCell<Vec<(i64, u32)>>> = Rc::default();
     let s = seen.clone();
     api.subscribe("tick", move |_, req: &Request<'_>| {
         let i = info(req.request_info);
         assert!(i.contains_key("queue-id"), "delivered by the queue: {i:?}");
-        s.borrow_mut().push(i.get("cron-unix").and_then(|u| u.parse().ok()).unwrap_or(-1));
+        let unix = i.get("cron-unix").and_then(|u| u.parse().ok()).unwrap_or(-1);
+        let attempt = i.get("queue-attempt").and_then(|a| a.parse().ok()).unwrap_or(0);
+        s.borrow_mut().push((unix, attempt));
         Ok(Answer::body(b"done".to_vec()))
     })
     .unwrap();
@@ -192,22 +195,28 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once_with_a_node_ki
     let killed_at = killed_at.expect("node b killed");
     let seen = seen.borrow();
     let mut counts = std::collections::BTreeMap::new();
-    for u in seen.iter() {
+    for (u, _) in seen.iter() {
         *counts.entry(*u).or_insert(0) += 1;
     }
-    // Every second from the third to the second-last is done once: with two
-    // nodes, at the second node b died in, and with node a alone after it.
+    // Every second from the third to the second-last is stored once and done
+    // once: with two nodes, at the second node b died in, and with node a
+    // alone after it. The one exception is the queue's at-least-once: an
+    // event node b had taken from the stream to deliver when it died is
+    // delivered again by node a after the ack wait, as a later attempt of the
+    // same stored request (never a second copy, which would be attempt 1).
     let (first, last) = (*counts.keys().next().unwrap(), *counts.keys().last().unwrap());
     assert!(last - first >= 10 && last - killed_at >= 5, "events {first}..{last}, b killed at {killed_at}: {counts:?}");
     for u in first + 2..=last - 2 {
-        assert_eq!(
-            counts.get(&u),
-            Some(&1),
-            "second {u} done {:?} times (b killed at {killed_at}): {counts:?}",
-            counts.get(&u)
+        let attempts: Vec<u32> = seen.iter().filter(|(s, _)| *s == u).map(|(_, a)| *a).collect();
+        let redelivered = attempts.len() == 2 && attempts.iter().filter(|a| **a == 1).count() <= 1 && attempts.iter().any(|a| *a >= 2);
+        assert!(
+            attempts.len() == 1 || (redelivered && (u - killed_at).abs() <= 1),
+            "second {u} done {} times, attempts {attempts:?} (b killed at {killed_at}): {counts:?}",
+            attempts.len()
         );
     }
-    assert!(counts.values().all(|n| *n == 1), "an event done twice: {counts:?}");
+    let twice: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).map(|(u, _)| *u).collect();
+    assert!(twice.len() <= 1, "more than one event done twice: {counts:?}");
     // Both crons fired while both ran; the stream kept one of each pair.
     let duplicates = wait_queue(&a, port_a)["duplicates"].as_u64().unwrap_or(0);
     let fired = |core: &Core| {
@@ -218,7 +227,8 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once_with_a_node_ki
     let fa = fired(&a);
     assert!(fa >= 12, "node a fired {fa}");
     eprintln!(
-        "node a fired {fa}; node b killed at {killed_at}; {} events done, each once; {duplicates} duplicates at node a",
-        counts.len()
+        "node a fired {fa}; node b killed at {killed_at}; {} events done, {} of them again after the kill; {duplicates} duplicates at node a",
+        counts.len(),
+        twice.len()
     );
 }
