@@ -56,6 +56,7 @@ pub fn status_kind(status: Status) -> &'static str {
         Status::UnsupportedVersion => "unsupported_version",
         Status::Unauthorized => "unauthorized",
         Status::Protocol => "protocol",
+        Status::Unavailable => "unavailable",
         Status::Other(_) => "other_status",
     }
 }

@@ -19,6 +19,7 @@ pub enum Status {
     UnsupportedVersion,
     Unauthorized,
     Protocol,
+    Unavailable,
     Other(u16),
 }
 
@@ -38,6 +39,7 @@ impl Status {
             Status::UnsupportedVersion => 10,
             Status::Unauthorized => 11,
             Status::Protocol => 12,
+            Status::Unavailable => 13,
             Status::Other(c) => c,
         }
     }
@@ -57,6 +59,7 @@ impl Status {
             10 => Status::UnsupportedVersion,
             11 => Status::Unauthorized,
             12 => Status::Protocol,
+            13 => Status::Unavailable,
             c => Status::Other(c),
         }
     }
@@ -77,12 +80,13 @@ impl Status {
             Status::UnsupportedVersion => "UNSUPPORTED_VERSION",
             Status::Unauthorized => "UNAUTHORIZED",
             Status::Protocol => "PROTOCOL",
+            Status::Unavailable => "UNAVAILABLE",
             Status::Other(_) => "UNKNOWN",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Status> {
-        (0..=12).map(Status::from_code).find(|s| s.name() == name)
+        (0..=13).map(Status::from_code).find(|s| s.name() == name)
     }
 }
 
@@ -104,7 +108,7 @@ mod tests {
         for code in 0..=20u16 {
             assert_eq!(Status::from_code(code).code(), code);
         }
-        for code in 0..=12u16 {
+        for code in 0..=13u16 {
             let s = Status::from_code(code);
             assert_eq!(Status::from_name(s.name()), Some(s));
         }

@@ -9,7 +9,7 @@ use cumulo_filesystem::stream::{self as file_stream, Part};
 use cumulo_proto::{info, Status};
 use cumulo_router::Response;
 use http_body_util::{Either, Full};
-use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
+use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, TRANSFER_ENCODING};
 use hyper::StatusCode;
 
 /// The bytes of an answer (or of the filesystem service's cache, handed
@@ -79,7 +79,7 @@ fn http_status(value: &[u8]) -> Result<StatusCode, String> {
 pub fn error_status(status: Status) -> StatusCode {
     match status {
         Status::NoService => StatusCode::NOT_FOUND,
-        Status::QueueFull | Status::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        Status::QueueFull | Status::ShuttingDown | Status::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Status::Timeout => StatusCode::GATEWAY_TIMEOUT,
         Status::ServiceError => StatusCode::INTERNAL_SERVER_ERROR,
         Status::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -97,6 +97,7 @@ fn from_error(status: Status, name: &str, message: &[u8]) -> HttpResponse {
         Status::Timeout => format!("gateway timeout: '{name}' did not answer in time: {message}\n"),
         Status::QueueFull => format!("service unavailable: '{name}' is overloaded: {message}\n"),
         Status::ShuttingDown => format!("service unavailable: '{name}': {message}\n"),
+        Status::Unavailable => format!("service unavailable: '{name}': {message}\n"),
         Status::ServiceError => format!("internal server error: the service behind '{name}' failed: {message}\n"),
         Status::Crashed => format!("bad gateway: the service behind '{name}' went away: {message}\n"),
         Status::TooLarge => {
@@ -104,7 +105,13 @@ fn from_error(status: Status, name: &str, message: &[u8]) -> HttpResponse {
         }
         other => format!("bad gateway: '{name}' answered with status {}: {message}\n", other.name()),
     };
-    plain(error_status(status), text)
+    let mut resp = plain(error_status(status), text);
+    if status == Status::Unavailable {
+        // The service exists but has no instance now: tell clients when to
+        // come back rather than that the name is wrong (a 404).
+        resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    resp
 }
 
 /// A plain-text response made by the gateway itself.
