@@ -40,6 +40,14 @@ FILES = {
 }
 SESSIONS = ["add", "calls", "errors", "operate"]
 LANGUAGES = list(FILES)
+# What each SDK says when the handler of GET /api/broken fails (the guide's
+# list under "The handler fails: 500").
+FAILED = {
+    "python": "handler raised RuntimeError: something went wrong",
+    "javascript": "handler threw Error: something went wrong",
+    "go": "something went wrong",
+}
+TITLES = {"python": "Python", "javascript": "JavaScript", "go": "Go"}
 
 
 def listings() -> Dict[str, str]:
@@ -196,6 +204,15 @@ def test_guide_runs_as_written(built, tmp_path, language):
         # 4. The calls, 5. the errors (the slow handler last: it holds the
         # service's one instance for 2 s).
         guide.run("calls")
+        # The 500's text is the SDK's message, as the guide lists it (asked
+        # before the slow handler holds the instance).
+        listed = "`%s` (%s)" % (FAILED[language], TITLES[language])
+        assert listed in " ".join(GUIDE.read_text().split())
+        broken = guide.get("/api/broken")
+        assert (broken.status, broken.body) == (
+            500,
+            b"internal server error: the service behind '/api/broken/get' failed: %s\n" % FAILED[language].encode(),
+        )
         guide.run("errors")
         # 6. Restart: a new process, without the users created since.
         guide.run("operate")
