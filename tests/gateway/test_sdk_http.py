@@ -6,7 +6,6 @@ its body back, any other method with 405 and `allow: POST`."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
