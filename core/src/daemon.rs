@@ -6,7 +6,7 @@ use crate::admin::{AdminContext, LogControl};
 use crate::supervisor::Supervisor;
 use anyhow::Context;
 use cumulo_config::Config;
-use cumulo_router::{Core, Limits, Shared};
+use cumulo_router::{Core, Limits, Shared, Stats};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
@@ -46,10 +46,18 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     for tx in stoppers.iter().skip(1) {
         let _ = tx.blocking_send(crate::shards::Envelope { from: 0, message: crate::shards::Message::Stop });
     }
+    let mut total = Stats::default();
     for t in threads {
-        let _ = t.join();
+        if let Ok(stats) = t.join() {
+            total.add(&stats);
+        }
     }
-    result
+    // One line with the counters of every shard, each request once: the
+    // figures `cumulo status` and /metrics show.
+    result.map(|mine| {
+        total.add(&mine);
+        tracing::info!("stopped; {total}");
+    })
 }
 
 /// The routing limits of a config, the same for every shard.
@@ -73,7 +81,7 @@ pub(crate) fn limits(cfg: &Config) -> Limits {
 
 /// Shard 0 (the only one with `core.threads` = 1): the listeners, the
 /// supervisor, the admin API and the cluster.
-async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<()> {
+async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<Stats> {
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
     let core: Shared = Rc::new(RefCell::new(Core::new(limits(&cfg), cfg.core.unmanaged.clone())));
@@ -163,8 +171,8 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
         c.leave().await;
     }
     let _ = std::fs::remove_file(&socket);
-    tracing::info!("stopped; {}", core.borrow().stats());
-    Ok(())
+    let stats = crate::shards::report::snapshot(&core.borrow(), 0, &[]).stats;
+    Ok(stats)
 }
 
 /// Every connection is a descriptor: the soft limit on open files (often

@@ -79,7 +79,8 @@ pub async fn status(ctx: &AdminContext) -> Answer {
             "requests_queued": reports.queued(),
             "totals": {
                 "requests": st.requests, "responses": st.responses, "forwards": st.forwards,
-                "timeouts": st.timeouts, "no_service": st.no_service, "queue_full": st.queue_full,
+                "timeouts": st.timeouts, "no_service": st.no_service,
+                "unavailable": st.unavailable, "queue_full": st.queue_full,
                 "crashed": st.crashed, "late": st.late, "protocol_errors": st.protocol_errors,
                 "slow_consumers": st.slow_consumers,
             },

@@ -126,10 +126,23 @@ pub async fn render(ctx: &AdminContext) -> String {
         st.protocol_errors,
     );
     global(
+        "cumulo_requests_total",
+        "counter",
+        "Requests the core accepted, each once whatever shards and nodes it crossed here.",
+        st.requests,
+    );
+    global("cumulo_timeouts_total", "counter", "Requests answered TIMEOUT by the core, each once.", st.timeouts);
+    global(
         "cumulo_no_service_total",
         "counter",
         "Requests refused with NO_SERVICE (no subscriber for the name).",
         st.no_service,
+    );
+    global(
+        "cumulo_unavailable_total",
+        "counter",
+        "Requests refused with UNAVAILABLE (their configured service was given up or is stopped).",
+        st.unavailable,
     );
     global(
         "cumulo_late_responses_total",

@@ -45,7 +45,7 @@ pub use cumulo_router::shards::{mirror, policy_bits, policy_of, turns, FLAGS_MAS
 use cumulo_config::ServiceOptions;
 use cumulo_proto::Frame;
 use cumulo_router::InstanceId;
-use cumulo_router::{Core, ShardIndex, Shared};
+use cumulo_router::{Availability, Core, ShardIndex, Shared};
 use cumulo_router::{Endpoint, Outbox};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -114,15 +114,24 @@ pub struct Ends {
     pub peers: Vec<mpsc::Sender<Envelope>>,
     /// The round-robin cursors every shard shares.
     pub turns: turns::Turns,
+    /// The configured services' states every shard reads (`Availability`).
+    pub availability: Availability,
 }
 
 /// The channels between `count` shards, one `Ends` per shard.
 pub fn channels(count: u32) -> Vec<Ends> {
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..count).map(|_| mpsc::channel(INBOX_MESSAGES)).unzip();
     let turns = turns::Turns::default();
+    let availability = Availability::default();
     rxs.into_iter()
         .enumerate()
-        .map(|(i, inbox)| Ends { index: i as u32, inbox, peers: txs.clone(), turns: turns.clone() })
+        .map(|(i, inbox)| Ends {
+            index: i as u32,
+            inbox,
+            peers: txs.clone(),
+            turns: turns.clone(),
+            availability: availability.clone(),
+        })
         .collect()
 }
 
@@ -181,7 +190,7 @@ impl Links {
 /// frames and subscriptions between them. Call on the shard's thread,
 /// inside its `LocalSet`, before anything else is admitted.
 pub fn attach(core: &Shared, ends: Ends) -> Links {
-    let Ends { index, inbox, peers, turns } = ends;
+    let Ends { index, inbox, peers, turns, availability } = ends;
     let count = peers.len() as u32;
     let mut pseudo = vec![0; peers.len()];
     {
@@ -189,6 +198,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
         c.set_shard(ShardIndex { index, count });
         c.registry_mut().journal.on = true;
         c.set_turns(turns);
+        c.set_availability(availability);
         for (j, tx) in peers.iter().enumerate() {
             if j as u32 == index {
                 continue;

@@ -11,6 +11,7 @@ use crate::internal::InternalApi;
 use cumulo_config::Config;
 use cumulo_router::InstanceId;
 use cumulo_router::ServiceMetrics;
+use cumulo_router::Stats;
 use cumulo_router::{Core, Shared};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,17 +21,20 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 /// Starts the thread of shard `ends.index`; it returns once the core stops.
-pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle<()>> {
+pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle<Stats>> {
     std::thread::Builder::new().name(format!("cumulo-shard-{}", ends.index)).spawn(move || {
         let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
-            Err(e) => return tracing::error!("shard {}: cannot start its runtime: {e}", ends.index),
+            Err(e) => {
+                tracing::error!("shard {}: cannot start its runtime: {e}", ends.index);
+                return Stats::default();
+            }
         };
-        LocalSet::new().block_on(&rt, serve(cfg, ends));
+        LocalSet::new().block_on(&rt, serve(cfg, ends))
     })
 }
 
-async fn serve(cfg: Config, ends: Ends) {
+async fn serve(cfg: Config, ends: Ends) -> Stats {
     let index = ends.index;
     let core: Shared = Rc::new(RefCell::new(Core::new(crate::daemon::limits(&cfg), cfg.core.unmanaged.clone())));
     let links = super::attach(&core, ends);
@@ -56,7 +60,11 @@ async fn serve(cfg: Config, ends: Ends) {
     while core.borrow().open_connections() > 0 && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tracing::debug!("shard {index} stopped; {}", core.borrow().stats());
+    // Its counters, each request counted once (as the admin API counts):
+    // shard 0 adds every shard's to its own for the line it logs.
+    let stats = super::report::snapshot(&core.borrow(), index, &[]).stats;
+    tracing::debug!("shard {index} stopped; {stats}");
+    stats
 }
 
 /// The keep-alive round of the service connections handed to this shard,

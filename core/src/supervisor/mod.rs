@@ -79,8 +79,10 @@ impl Supervisor {
     pub fn add(self: &Rc<Self>, cfg: ServiceConfig) -> ServiceId {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
+        let live = self.core.borrow().availability().register(id, &cfg.prefix);
         let svc = Rc::new(Service {
             id,
+            live,
             prefix: Rc::from(cfg.prefix.as_str()),
             options: RefCell::new(Rc::new(cfg.options())),
             cfg: RefCell::new(cfg),
@@ -126,7 +128,9 @@ impl Supervisor {
             restarts: Cell::new(0),
             retired: Cell::new(false),
             stop_reason: Cell::new(StopReason::ShuttingDown),
+            live: svc.live.clone(),
         });
+        svc.live.slot_added(ProcState::Starting.phase());
         svc.slots.borrow_mut().insert(index, slot.clone());
         self.running.set(self.running.get() + 1);
         let (me, svc) = (self.clone(), svc.clone());
@@ -141,6 +145,7 @@ impl Supervisor {
                 let mut slots = svc.slots.borrow_mut();
                 if slots.get(&slot.index).is_some_and(|s| Rc::ptr_eq(s, &slot)) {
                     slots.remove(&slot.index);
+                    svc.live.slot_removed(ProcState::Stopped.phase());
                 }
             }
             me.running.set(me.running.get() - 1);

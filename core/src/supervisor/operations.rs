@@ -89,6 +89,8 @@ impl Supervisor {
             return Err(OpError::Conflict(format!("service {id} ({}) is already being removed", svc.prefix)));
         }
         let slots = svc.slots.borrow().values().cloned().collect::<Vec<_>>();
+        // Its names are no one's from now on: NO_SERVICE, not a wait.
+        self.core.borrow().availability().unregister(id);
         tracing::info!(service = %svc.prefix, service_id = id, "removing service: no new requests; terminating its {} processes", slots.len());
         {
             let why = format!("service {id} ({}) was removed before the request was handled", svc.prefix);

@@ -5,10 +5,12 @@ use cumulo_config::{ServiceConfig, ServiceOptions};
 use cumulo_router::InstanceId;
 use cumulo_router::ServiceId;
 use cumulo_router::ServiceMetrics;
+use cumulo_router::{ServiceLive, SlotPhase};
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
@@ -66,6 +68,21 @@ pub struct Slot {
     pub(super) retired: Cell<bool>,
     /// Why it is being stopped, for the log.
     pub(super) stop_reason: Cell<StopReason>,
+    /// Its service's entry in the router's table of services.
+    pub(super) live: Arc<ServiceLive>,
+}
+
+impl ProcState {
+    /// The router's view: whether an instance is coming, serving, given up
+    /// or not coming (what a request for an unsubscribed name gets).
+    pub fn phase(self) -> SlotPhase {
+        match self {
+            ProcState::Starting | ProcState::Restarting | ProcState::Stopping => SlotPhase::Coming,
+            ProcState::Running => SlotPhase::Running,
+            ProcState::Failed => SlotPhase::GivenUp,
+            ProcState::Stopped => SlotPhase::Stopped,
+        }
+    }
 }
 
 impl Slot {
@@ -74,12 +91,14 @@ impl Slot {
     }
 
     pub(super) fn set(&self, state: ProcState, new_process: bool) {
+        let before = self.state().state;
         self.state.send_modify(|s| {
             s.state = state;
             if new_process {
                 s.generation += 1;
             }
         });
+        self.live.slot_changed(before.phase(), state.phase());
     }
 
     /// The instances this slot's process (or internal threads) opened.
@@ -123,6 +142,8 @@ pub struct Service {
     pub(super) slots: RefCell<BTreeMap<u32, Rc<Slot>>>,
     /// A rolling restart asked through the admin API is under way.
     pub(super) rolling: Cell<bool>,
+    /// Its entry in the router's table of services (`Availability`).
+    pub(super) live: Arc<ServiceLive>,
     pub added: SystemTime,
 }
 

@@ -5,6 +5,7 @@ mod auth;
 mod cli;
 mod common;
 mod connections;
+mod counters;
 mod gateway_shards;
 mod logs;
 mod metrics;

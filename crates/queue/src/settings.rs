@@ -157,6 +157,7 @@ fn status_by_name(name: &str) -> Option<Status> {
         "queue_full" => Status::QueueFull,
         "service_error" => Status::ServiceError,
         "shutting_down" => Status::ShuttingDown,
+        "unavailable" => Status::Unavailable,
         _ => return None,
     })
 }

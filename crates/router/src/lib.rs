@@ -16,11 +16,14 @@
 //! - `metrics`, `close_reason`: counters and why connections end;
 //! - `shards`: the router's side of the core on several threads;
 //! - `remote`: requests that arrive through a pseudo-instance;
-//! - `rules`: CloudI's routing rules for CloudI-protocol senders.
+//! - `rules`: CloudI's routing rules for CloudI-protocol senders;
+//! - `availability`: what a request for a name nothing subscribes gets,
+//!   by the state of the configured service that covers it.
 //!
 //! No HTTP, NATS or WebSocket library reaches this crate: its manifest and
 //! `core/tests/architecture.rs` say so.
 
+mod availability;
 mod close_reason;
 mod error;
 pub mod frames;
@@ -38,6 +41,7 @@ mod state;
 pub mod test_util;
 mod timeouts;
 
+pub use availability::{Availability, ServiceLive, SlotPhase};
 pub use close_reason::CloseReason;
 pub use error::RouteError;
 pub use instance::{Endpoint, Instance, InternalInbox, Outbox, OwnedRequest, Response, ServiceId};

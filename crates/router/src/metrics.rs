@@ -17,6 +17,8 @@ pub struct Stats {
     pub forwards: u64,
     pub timeouts: u64,
     pub no_service: u64,
+    /// Requests for a configured service that was given up or stopped.
+    pub unavailable: u64,
     pub queue_full: u64,
     /// Requests failed because their instance went away.
     pub crashed: u64,
@@ -32,16 +34,16 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "requests {}, responses {}, forwards {}, timeouts {}, no_service {}, queue_full {}, crashed {}, late {}, protocol_errors {}, slow_consumers {}",
-            self.requests, self.responses, self.forwards, self.timeouts, self.no_service, self.queue_full,
+            "requests {}, responses {}, forwards {}, timeouts {}, no_service {}, unavailable {}, queue_full {}, crashed {}, late {}, protocol_errors {}, slow_consumers {}",
+            self.requests, self.responses, self.forwards, self.timeouts, self.no_service, self.unavailable, self.queue_full,
             self.crashed, self.late, self.protocol_errors, self.slow_consumers
         )
     }
 }
 
-/// Status codes counted one by one (0 ..= PROTOCOL); any other code a
+/// Status codes counted one by one (0 ..= UNAVAILABLE); any other code a
 /// service returns is counted in the last slot, shown as "OTHER".
-pub const STATUS_SLOTS: usize = 14;
+pub const STATUS_SLOTS: usize = 15;
 const OTHER_SLOT: usize = STATUS_SLOTS - 1;
 
 fn slot(status: Status) -> usize {
@@ -225,6 +227,7 @@ impl Stats {
         self.forwards += o.forwards;
         self.timeouts += o.timeouts;
         self.no_service += o.no_service;
+        self.unavailable += o.unavailable;
         self.queue_full += o.queue_full;
         self.crashed += o.crashed;
         self.late += o.late;

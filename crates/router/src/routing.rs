@@ -3,6 +3,7 @@
 //! sender. Every accepted request ends in exactly one RESPONSE: the answer,
 //! or an error (NO_SERVICE, QUEUE_FULL, TIMEOUT, CRASHED, SHUTTING_DOWN).
 
+use crate::availability::Verdict;
 use crate::held::Held;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
@@ -422,7 +423,11 @@ impl Core {
         let key = self.registry.subscribe(&full, id);
         if let Some(inst) = self.instances.get_mut(&id) {
             tracing::debug!(instance = id, "{} subscribed {full}", inst.label);
+            let first = inst.subscriptions.len() == 0;
             inst.subscriptions.push(key);
+            if first {
+                self.note_serving(&self.instances[&id], true);
+            }
         }
         if !self.parked.is_empty() {
             for q in self.unpark_matching(&full) {
@@ -442,6 +447,9 @@ impl Core {
         }
         if let Some(inst) = self.instances.get_mut(&id) {
             inst.subscriptions.remove(&full);
+            if inst.subscriptions.len() == 0 {
+                self.note_serving(&self.instances[&id], false);
+            }
         }
         Ok(())
     }
@@ -526,8 +534,7 @@ impl Core {
                 if r.wait_for_service && self.now < r.deadline {
                     return self.park_for_subscriber(r, rerouted, timeout_ms);
                 }
-                let msg = format!("no service subscribes a pattern matching '{}'", r.name);
-                return self.no_service(r, rerouted, msg);
+                return self.no_subscriber(r, rerouted, timeout_ms);
             }
             Selected::NoneFits(how) => how,
         };
@@ -700,6 +707,29 @@ impl Core {
         self.holds.room(r.sender, bytes, &self.limits).map_err(|why| format!("queue of {}: {why}", inst.label))
     }
 
+    /// A request for a name nothing subscribes: it waits for the instance
+    /// of the configured service that covers the name while that service
+    /// (re)starts, is UNAVAILABLE at once when the service was given up or
+    /// stopped, and NO_SERVICE otherwise (`availability`).
+    #[cold]
+    fn no_subscriber(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+        // Another shard's request that finds no instance here goes back to
+        // it (`no_service`): that shard decides.
+        let from_shard = self.instances.get(&r.sender).is_some_and(|i| matches!(i.endpoint, Endpoint::Shard(_)));
+        if !from_shard {
+            match self.availability.verdict(r.name) {
+                Verdict::Wait if self.now < r.deadline => return self.park_for_subscriber(r, rerouted, timeout_ms),
+                Verdict::Unavailable(msg) => {
+                    self.stats.unavailable += 1;
+                    return self.fail(r, rerouted, Status::Unavailable, msg);
+                }
+                _ => {}
+            }
+        }
+        let msg = format!("no service subscribes a pattern matching '{}'", r.name);
+        self.no_service(r, rerouted, msg)
+    }
+
     /// NO_SERVICE, except for a request another shard sent here that finds
     /// no instance here: that shard's replica of this shard's subscriptions
     /// was behind (an instance here had just gone or been retired). It is
@@ -752,8 +782,12 @@ impl Core {
     pub fn ret(&mut self, id: InstanceId, r: &Return<'_>) {
         let Some(inst) = self.instances.get_mut(&id) else { return };
         let now = self.now;
+        // A late answer is counted once: another shard's TIMEOUT for a
+        // request timed out here too is not an answer (that shard counts the
+        // service's answer if it comes late there).
+        let counts_late = !matches!(inst.endpoint, Endpoint::Shard(_)) || r.status != Status::Timeout.code();
         let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) else {
-            self.stats.late += 1;
+            self.stats.late += counts_late as u64;
             return; // late (timed out) or unknown: nobody waits for it
         };
         inst.delivered.swap_remove(i);
@@ -764,7 +798,7 @@ impl Core {
                 inst.metrics.answered(status, now.saturating_duration_since(f.accepted).as_micros() as u64);
                 self.respond(f.sender, &r.trans_id, status, r.response_info, r.response);
             }
-            None => self.stats.late += 1,
+            None => self.stats.late += counts_late as u64,
         }
         self.pump(id);
     }

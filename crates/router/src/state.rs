@@ -153,6 +153,9 @@ pub struct Core {
     /// The round-robin cursors shared with the other shards
     /// (`shards::turns`); None with one shard.
     pub(crate) turns: Option<crate::shards::turns::Turns>,
+    /// The configured services, shared by the shards: what a request for a
+    /// name nothing subscribes gets (`availability`).
+    pub(crate) availability: crate::availability::Availability,
 }
 
 /// Where a core stands among the shards of one process.
@@ -213,6 +216,7 @@ impl Core {
             handoff: Default::default(),
             mirrors: AHashMap::new(),
             turns: None,
+            availability: Default::default(),
         }
     }
 
@@ -467,6 +471,9 @@ impl Core {
         for p in inst.subscriptions.iter() {
             self.registry.unsubscribe(p, id);
         }
+        if inst.subscriptions.len() > 0 {
+            self.note_serving(&inst, false);
+        }
         if let Some(o) = &inst.origin {
             if let Some(slot) = self.processes.get_mut(&o.token) {
                 for t in slot.threads.iter_mut().filter(|t| **t == Some(id)) {
@@ -544,10 +551,17 @@ impl Core {
     /// Called from `expire_due`, which has read the clock for the batch.
     fn expire(&mut self, tid: TransId) {
         let Some(f) = self.inflight.remove(&tid) else { return };
+        // A request delivered to another shard times out there too, and is
+        // counted there, by the shard of the instance it waited for: one
+        // timeout per request however many shards it crossed.
+        let delivered_to_shard = matches!(f.held, Held::No)
+            && self.instances.get(&f.dest).is_some_and(|i| matches!(i.endpoint, Endpoint::Shard(_)));
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.
         self.unhold(f.held, f.dest);
-        self.stats.timeouts += 1;
+        if !delivered_to_shard {
+            self.stats.timeouts += 1;
+        }
         if let Some(i) = self.instances.get(&f.dest) {
             i.metrics.failed(Status::Timeout);
         }
@@ -676,7 +690,13 @@ impl Core {
                 continue;
             }
             inst.retiring = true;
-            for p in inst.subscriptions.take() {
+            let taken = inst.subscriptions.take();
+            if !taken.is_empty() {
+                if let Some(o) = &inst.origin {
+                    self.availability.serving_changed(o.service, false);
+                }
+            }
+            for p in taken {
                 self.registry.unsubscribe(&p, *id);
             }
             let m = inst.metrics.clone();
@@ -760,6 +780,24 @@ impl Core {
 /// What the node (listener, supervisor, cluster, shards, admin API) reads
 /// and changes of the router's state: the fields are the router's own.
 impl Core {
+    /// The configured services' table, shared with the other shards.
+    pub fn availability(&self) -> &crate::availability::Availability {
+        &self.availability
+    }
+
+    /// Makes this core share `availability` (every shard one table).
+    pub fn set_availability(&mut self, availability: crate::availability::Availability) {
+        self.availability = availability;
+    }
+
+    /// An instance of a configured service starts (`true`) or stops
+    /// (`false`) holding subscriptions.
+    pub(crate) fn note_serving(&self, inst: &Instance, serving: bool) {
+        if let Some(o) = &inst.origin {
+            self.availability.serving_changed(o.service, serving);
+        }
+    }
+
     #[inline]
     pub fn limits(&self) -> &Limits {
         &self.limits

@@ -20,7 +20,56 @@ fn a_service_exiting_at_start_is_given_up_after_max_r_restarts() {
     assert!(core.try_wait().is_none(), "the core must keep running");
     let mut api = core.client();
     assert_eq!(api.send_sync("/ok/x", b"", b"still", opts(5000)).unwrap().body, b"still");
-    assert_eq!(status(&api.send_sync("/bad/x", b"", b"", opts(5000))), Status::NoService);
+    // Given up: UNAVAILABLE at once, saying so (not NO_SERVICE, as for a
+    // name no configured service covers).
+    let t = std::time::Instant::now();
+    let r = api.send_sync("/bad/x", b"", b"", opts(5000));
+    assert_eq!(status(&r), Status::Unavailable);
+    assert!(t.elapsed() < ms(1000), "UNAVAILABLE took {:?}", t.elapsed());
+    let Err(Error::Status { message, .. }) = r else { unreachable!() };
+    assert!(message.contains("/bad/") && message.contains("given up"), "{message}");
+    assert_eq!(status(&api.send_sync("/nobody/x", b"", b"", opts(5000))), Status::NoService);
+}
+
+#[test]
+fn requests_for_a_restarting_service_wait_for_it_within_their_timeout() {
+    // A crash, then 300 ms of restart delay and 300 ms of start: requests
+    // sent meanwhile wait for the new instance instead of NO_SERVICE.
+    let svc = ts!("/r/").env("TS_START_DELAY_MS", 300).set("restart_delay", 300).set("max_r", 10);
+    let core = Core::start(Config::new().service(svc));
+    let mut api = core.client();
+    assert_eq!(api.send_sync("/r/x", b"", b"up", opts(5000)).unwrap().body, b"up");
+    assert_eq!(status(&api.send_sync("/r/x", b"", b"crash", opts(5000))), Status::Crashed);
+    let t = std::time::Instant::now();
+    let mut answered = 0;
+    while t.elapsed() < ms(400) {
+        let r = api.send_sync("/r/x", b"", b"back", opts(5000));
+        assert_eq!(r.map(|r| r.body).map_err(|e| e.to_string()), Ok(b"back".to_vec()), "after {:?}", t.elapsed());
+        answered += 1;
+    }
+    assert!(answered >= 1);
+    // A name the service does not serve, once it serves again, fails fast.
+    let core2 = Core::start(Config::new().service(ts!("/p/").env("TS_PATTERNS", "only")));
+    let mut api2 = core2.client();
+    assert!(api2.send_sync("/p/only", b"", b"", opts(5000)).is_ok());
+    let t = std::time::Instant::now();
+    assert_eq!(status(&api2.send_sync("/p/other", b"", b"", opts(5000))), Status::NoService);
+    assert!(t.elapsed() < ms(1000));
+}
+
+#[test]
+fn a_request_sent_while_its_service_starts_waits_for_it() {
+    let svc = ts!("/late/").env("TS_START_DELAY_MS", 800).no_wait();
+    let core = Core::start(Config::new().service(svc));
+    let mut api = core.client();
+    let t = std::time::Instant::now();
+    assert_eq!(api.send_sync("/late/x", b"", b"hi", opts(5000)).unwrap().body, b"hi");
+    assert!(t.elapsed() >= ms(300), "answered after {:?}: it had to wait for the start", t.elapsed());
+    // Within its timeout only: a start slower than the timeout is a TIMEOUT.
+    let slow = ts!("/slower/").env("TS_START_DELAY_MS", 3000).no_wait();
+    let core = Core::start(Config::new().service(slow));
+    let mut api = core.client();
+    assert_eq!(status(&api.send_sync("/slower/x", b"", b"", opts(300))), Status::Timeout);
 }
 
 #[test]

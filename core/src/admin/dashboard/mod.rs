@@ -82,6 +82,8 @@ pub async fn stats(ctx: &AdminContext) -> Answer {
             "responses": st.responses,
             "timeouts": st.timeouts,
             "no_service": st.no_service,
+            "late": st.late,
+            "unavailable": st.unavailable,
             "requests_in_flight": reports.in_flight(),
             "services": services,
             "shards": views::per_shard(&reports),
