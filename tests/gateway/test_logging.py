@@ -1,11 +1,17 @@
 """Logging: nothing per request at the default level; the access log, when
-asked for, is written in batches to its own file."""
+asked for, is written in batches to its own file. With two shards (each runs
+the gateway) the gateway is still logged as one, and its access log is in
+time order."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+from conftest import Core, free_port
 from gateway_client import request
 
 
@@ -39,3 +45,88 @@ def test_access_log_is_written_when_enabled(cloud):
     assert '"GET /%s?q=1 HTTP/1.1" 200 ' % marker in lines[0]
     assert lines[0].split()[1].startswith("127.0.0.1:")
     assert marker not in cloud.core.log()
+
+
+def two_shard_core(work: Path, port: int) -> Core:
+    """A core with threads = 2 whatever CUMULO_TEST_THREADS says: a gateway
+    with an access log in front of echo."""
+    config = f"""
+[core]
+socket = "{work}/cumulo.sock"
+threads = 2
+
+[[service]]
+prefix = "/"
+internal = "http"
+[service.settings]
+port = {port}
+access_log = "{work}/access.log"
+
+[[service]]
+prefix = "/echo/"
+internal = "echo"
+"""
+    core = Core(config, work)
+    core.wait_served(port, ["/echo/ready"])
+    return core
+
+
+def hammer(port: int, marker: str, seconds: float) -> int:
+    """Requests on new connections from 4 threads for `seconds` (the kernel
+    spreads the connections over both shards); returns how many."""
+    end = time.monotonic() + seconds
+
+    def client(i: int) -> int:
+        n = 0
+        while time.monotonic() < end:
+            assert request(port, "GET", "/echo/%s/%d/%d" % (marker, i, n)).status == 200
+            n += 1
+        return n
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return sum(pool.map(client, range(4)))
+
+
+def access_lines(path: Path, marker: str, count: int) -> list:
+    """The access log's lines once `count` of them hold `marker`."""
+    deadline = time.monotonic() + 5  # flushed about once a second
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len([line for line in lines if marker in line]) == count:
+            return lines
+        assert time.monotonic() < deadline, (count, lines[-5:])
+        time.sleep(0.1)
+
+
+def test_two_shards_log_the_gateway_once_with_every_shards_requests(built, tmp_path):
+    port = free_port()
+    core = two_shard_core(tmp_path, port)
+    try:
+        sent = hammer(port, "once", 1.0)
+        # Every request so far (with the readiness probes) is in the access log.
+        total = len(access_lines(tmp_path / "access.log", "/once/", sent))
+    finally:
+        core.stop()
+    lines = core.log().splitlines()
+    listening = [line for line in lines if "gateway listening on http://127.0.0.1:%d" % port in line]
+    assert len(listening) == 1, lines
+    stopped = [line for line in lines if "stopped accepting connections" in line]
+    assert len(stopped) == 1, lines
+    m = re.search(r"so far (\d+) requests \(2xx (\d+),", stopped[0])
+    assert m, stopped[0]
+    assert int(m.group(1)) == total and int(m.group(2)) >= sent, (stopped[0], total, sent)
+
+
+def test_two_shards_write_the_access_log_in_time_order(built, tmp_path):
+    port = free_port()
+    core = two_shard_core(tmp_path, port)
+    try:
+        # Longer than a flush interval, so that both shards hand over batches.
+        sent = hammer(port, "order", 2.5)
+        lines = access_lines(tmp_path / "access.log", "/order/", sent)
+    finally:
+        core.stop()
+    times = [line.split(" ", 1)[0] for line in lines]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t) for t in times), lines[:3]
+    out_of_order = [(a, b) for a, b in zip(times, times[1:]) if b < a]
+    assert not out_of_order, out_of_order[:5]
