@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conftest import Core, free_port
-from gateway_client import request
+from gateway_client import connect, read_response, request
 
 
 def test_no_per_request_line_at_the_default_level(cloud):
@@ -47,9 +47,9 @@ def test_access_log_is_written_when_enabled(cloud):
     assert marker not in cloud.core.log()
 
 
-def two_shard_core(work: Path, port: int) -> Core:
+def two_shard_core(work: Path, port: int, extra: str = "") -> Core:
     """A core with threads = 2 whatever CUMULO_TEST_THREADS says: a gateway
-    with an access log in front of echo."""
+    with an access log (and `extra` settings) in front of echo."""
     config = f"""
 [core]
 socket = "{work}/cumulo.sock"
@@ -61,6 +61,7 @@ internal = "http"
 [service.settings]
 port = {port}
 access_log = "{work}/access.log"
+{extra}
 
 [[service]]
 prefix = "/echo/"
@@ -130,3 +131,28 @@ def test_two_shards_write_the_access_log_in_time_order(built, tmp_path):
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t) for t in times), lines[:3]
     out_of_order = [(a, b) for a, b in zip(times, times[1:]) if b < a]
     assert not out_of_order, out_of_order[:5]
+
+
+def test_a_line_of_one_shards_own_says_which_shard(built, tmp_path):
+    # max_connections bounds both shards together; each shard refuses the
+    # connections it accepted over it, and says so.
+    port = free_port()
+    core = two_shard_core(tmp_path, port, "max_connections = 1")
+    try:
+        with connect(port) as held:
+            held.sendall(b"GET /echo/held HTTP/1.1\r\nHost: t\r\n\r\n")
+            with held.makefile("rb") as f:
+                assert read_response(f).status == 200
+            for _ in range(20):
+                with connect(port) as s, s.makefile("rb") as f:
+                    assert read_response(f).status == 503
+            deadline = time.monotonic() + 3
+            while True:
+                refused = [line for line in core.log().splitlines() if "connections refused" in line]
+                if refused:
+                    break
+                assert time.monotonic() < deadline, core.log()
+                time.sleep(0.05)
+    finally:
+        core.stop()
+    assert all(re.search(r"connections refused on shard [01]: max_connections \(1\)", line) for line in refused), refused
