@@ -56,7 +56,9 @@ def test_bad_bodies_are_400(calculator):
 
 
 def test_get_is_not_an_operation(calculator):
-    assert request(calculator, "GET", "/calculator/add").status == 404
+    r = request(calculator, "GET", "/calculator/add")
+    assert (r.status, r.header("allow")) == (405, "POST"), r
+    assert request(calculator, "GET", "/calculator/pow").status == 404
 
 
 def test_four_workers_share_each_name_in_turn(calculator):

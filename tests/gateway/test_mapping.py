@@ -3,6 +3,8 @@ responses (docs/GATEWAY.md, "Mapping")."""
 
 from __future__ import annotations
 
+import re
+
 from gateway_client import connect, read_response, request
 
 
@@ -102,15 +104,38 @@ def test_unknown_name_is_404_naming_the_service(cloud):
 
 
 def test_method_is_part_of_the_name(cloud):
-    # http_req subscribes rust.xml/get only.
-    assert request(cloud.port, "DELETE", "/tests/http_req/rust.xml?value=1").status == 404
-    assert b"rust.xml/delete" in request(cloud.port, "DELETE", "/tests/http_req/rust.xml").body
+    # http_req subscribes rust.xml/get only: another method of that path is
+    # 405, naming the methods that are served.
+    r = request(cloud.port, "DELETE", "/tests/http_req/rust.xml?value=1")
+    assert (r.status, r.header("allow")) == (405, "GET"), r
+    assert b"rust.xml/delete" in r.body
+
+
+def test_wrong_method_is_405_listing_the_subscribed_methods(cloud):
+    # probe subscribes info/get and info/head. Each request on a connection
+    # of its own: with two shards, both gateways answer some (the
+    # subscriptions of an instance on the other shard are mirrored).
+    for _ in range(10):
+        r = request(cloud.port, "PUT", "/probe/info", body=b"x")
+        assert r.status == 405, r
+        assert r.header("allow") == "GET, HEAD"
+        assert b"no service for '/probe/info/put'" in r.body
+    r = request(cloud.port, "PATCH", "/tests/http_req/rust.xml", body=b"x")
+    assert (r.status, r.header("allow")) == (405, "GET"), r
+
+
+def test_a_path_no_method_is_served_for_stays_404(cloud):
+    for method in ("GET", "PUT", "DELETE"):
+        r = request(cloud.port, method, "/probe/not-subscribed", body=b"x" if method == "PUT" else None)
+        assert (r.status, r.header("allow")) == (404, None), (method, r)
 
 
 def test_failing_handler_is_500(cloud):
+    # On loopback the body tells what happened, and carries a request id.
     r = request(cloud.port, "GET", "/probe/fail")
     assert r.status == 500
     assert b"this handler always fails" in r.body
+    assert re.search(rb"\(request id [0-9a-f]{16}\)\n$", r.body), r.body
 
 
 def test_malformed_response_info_is_502(cloud):

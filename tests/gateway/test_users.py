@@ -54,9 +54,11 @@ def test_users_answers_the_json_list(users, language):
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_each_port_reaches_only_its_language(users, language):
     # The gateway's name_prefix keeps the two services apart: a path that is
-    # not /v1/users is no service on either port.
+    # not /v1/users is no service on either port; another method of it is
+    # not allowed.
     assert request(users[language], "GET", "/v1/users/1").status == 404
-    assert request(users[language], "POST", "/v1/users", body=b"{}").status == 404
+    r = request(users[language], "POST", "/v1/users", body=b"{}")
+    assert (r.status, r.header("allow")) == (405, "GET"), r
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

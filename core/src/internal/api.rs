@@ -104,6 +104,20 @@ impl InternalApi {
         self.core.borrow().limits().names.max_name
     }
 
+    /// Whether a service subscribes a pattern matching `name`: an instance
+    /// of this shard, or of another shard or node (their subscriptions are
+    /// mirrored into this shard's registry). Not cached: for probes on an
+    /// error path, not for routing.
+    pub fn is_served(&self, name: &str) -> bool {
+        self.core.borrow().registry().serves(name)
+    }
+
+    /// This shard's index and the number of shards (`core.threads`).
+    pub fn shard(&self) -> (u32, u32) {
+        let s = self.core.borrow().shard();
+        (s.index, s.count)
+    }
+
     pub fn subscribe(&self, pattern: &str) -> Result<(), RouteError> {
         self.core().subscribe(self.id, pattern)
     }
@@ -267,6 +281,9 @@ impl cumulo_service::ServiceApi for InternalApi {
     }
     fn subscribe(&self, pattern: &str) -> Result<(), cumulo_service::ServiceError> {
         InternalApi::subscribe(self, pattern).map_err(Into::into)
+    }
+    fn is_served(&self, name: &str) -> bool {
+        InternalApi::is_served(self, name)
     }
     async fn next_request(&self) -> Option<OwnedRequest> {
         InternalApi::next_request(self).await

@@ -49,6 +49,9 @@ pub trait ServiceApi {
     fn subscribe(&self, pattern: &str) -> Result<(), ServiceError>;
     /// Drops one subscription of `pattern` (subscriptions count).
     fn unsubscribe(&self, pattern: &str) -> Result<(), ServiceError>;
+    /// Whether some service subscribes a pattern matching `name` (a send
+    /// to it would not fail with NO_SERVICE). A probe, not for every send.
+    fn is_served(&self, name: &str) -> bool;
     /// The next request for this instance; `None` once the core stops.
     fn next_request(&self) -> impl Future<Output = Option<Self::Request>>;
     /// Answers `req`.

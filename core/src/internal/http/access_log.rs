@@ -4,12 +4,19 @@
 //! thread, so a slow disk or a full stderr pipe never stalls the event loop.
 //! If the writer falls behind, lines are dropped and counted, never queued
 //! without bound.
+//!
+//! One log per target, shared by every shard (`core.threads` > 1 runs the
+//! gateway on each) and every gateway that names it: a line's time is read
+//! under the buffer's lock, so the file is in time order, not in batches of
+//! one shard then another's.
 
 use super::settings::AccessLogTarget;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::Write;
-use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -19,9 +26,9 @@ const EARLY_FLUSH_BYTES: usize = 256 * 1024;
 const WRITER_BACKLOG: usize = 8;
 
 pub struct AccessLog {
-    buf: RefCell<Vec<u8>>,
+    buf: Mutex<Vec<u8>>,
     writer: SyncSender<Vec<u8>>,
-    dropped: Cell<u64>,
+    dropped: AtomicU64,
 }
 
 /// What one line records.
@@ -54,9 +61,32 @@ pub fn open_sink(target: &AccessLogTarget) -> Result<Option<Sink>, String> {
     }))
 }
 
+thread_local! {
+    /// A line but its time, written before the lock is taken.
+    static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
+}
+
 impl AccessLog {
-    /// Starts the writer thread and the flush task.
-    pub fn start(mut sink: Sink) -> std::io::Result<Rc<AccessLog>> {
+    /// The log of `target`: the one another shard or gateway already
+    /// writes (`sink` then unused), else a new one with its writer thread.
+    /// Either way this shard runs a flush task for it.
+    pub fn start(target: &AccessLogTarget, sink: Sink) -> std::io::Result<Arc<AccessLog>> {
+        static ALL: OnceLock<Mutex<HashMap<AccessLogTarget, Weak<AccessLog>>>> = OnceLock::new();
+        let mut all = ALL.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|_, l| l.strong_count() > 0);
+        let log = match all.get(target).and_then(Weak::upgrade) {
+            Some(log) => log,
+            None => {
+                let log = Arc::new(AccessLog::new(sink)?);
+                all.insert(target.clone(), Arc::downgrade(&log));
+                log
+            }
+        };
+        tokio::task::spawn_local(flush_every_second(Arc::downgrade(&log)));
+        Ok(log)
+    }
+
+    fn new(mut sink: Sink) -> std::io::Result<AccessLog> {
         let (tx, rx) = sync_channel::<Vec<u8>>(WRITER_BACKLOG);
         std::thread::Builder::new().name("http-access-log".into()).spawn(move || {
             // Ends when the log is dropped (the channel closes).
@@ -65,36 +95,44 @@ impl AccessLog {
                 let _ = sink.flush();
             }
         })?;
-        let log =
-            Rc::new(AccessLog { buf: RefCell::new(Vec::with_capacity(64 * 1024)), writer: tx, dropped: Cell::new(0) });
-        tokio::task::spawn_local(flush_every_second(Rc::downgrade(&log)));
-        Ok(log)
+        Ok(AccessLog { buf: Mutex::new(Vec::with_capacity(64 * 1024)), writer: tx, dropped: AtomicU64::new(0) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.buf.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn record(&self, e: &Entry<'_>) {
-        let mut buf = self.buf.borrow_mut();
-        let _ = writeln!(
-            buf,
-            "{} {} \"{} {} {}\" {} {} {}us",
-            Utc(SystemTime::now()),
-            e.remote,
-            e.method,
-            e.target,
-            e.version,
-            e.status,
-            e.body_bytes,
-            e.started.elapsed().as_micros()
-        );
-        let full = buf.len() >= EARLY_FLUSH_BYTES;
-        drop(buf);
-        if full {
-            self.flush();
-        }
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            let _ = writeln!(
+                line,
+                " {} \"{} {} {}\" {} {} {}us",
+                e.remote,
+                e.method,
+                e.target,
+                e.version,
+                e.status,
+                e.body_bytes,
+                e.started.elapsed().as_micros()
+            );
+            let mut buf = self.lock();
+            let _ = write!(buf, "{}", Utc(SystemTime::now()));
+            buf.extend_from_slice(line);
+            if buf.len() >= EARLY_FLUSH_BYTES {
+                self.flush_locked(&mut buf);
+            }
+        });
     }
 
     fn flush(&self) {
-        let mut buf = self.buf.borrow_mut();
-        let dropped = self.dropped.get();
+        self.flush_locked(&mut self.lock());
+    }
+
+    /// Hands the buffer to the writer with the lock held, so that batches
+    /// reach it in the order their lines were written.
+    fn flush_locked(&self, buf: &mut Vec<u8>) {
+        let dropped = self.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
             let _ = writeln!(
                 buf,
@@ -105,12 +143,12 @@ impl AccessLog {
         if buf.is_empty() {
             return;
         }
-        let batch = std::mem::replace(&mut *buf, Vec::with_capacity(64 * 1024));
+        let batch = std::mem::replace(buf, Vec::with_capacity(64 * 1024));
         match self.writer.try_send(batch) {
-            Ok(()) => self.dropped.set(0),
+            Ok(()) => self.dropped.store(0, Ordering::Relaxed),
             Err(TrySendError::Full(batch)) | Err(TrySendError::Disconnected(batch)) => {
                 let lines = batch.iter().filter(|&&b| b == b'\n').count() as u64;
-                self.dropped.set(dropped + lines);
+                self.dropped.store(dropped + lines, Ordering::Relaxed);
             }
         }
     }
@@ -122,6 +160,8 @@ impl Drop for AccessLog {
     }
 }
 
+/// One per shard that writes the log: a shard that stops leaves the others
+/// flushing it.
 async fn flush_every_second(log: Weak<AccessLog>) {
     let mut tick = tokio::time::interval(FLUSH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

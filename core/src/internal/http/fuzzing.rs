@@ -9,7 +9,7 @@ use super::park::IdleConnections;
 use super::request::{query_request, request_info, takes_query};
 use super::response::from_service;
 use super::server::{builder, framing_limits, timeouts, Connection};
-use super::settings::Settings;
+use super::settings::{ErrorDetail, Settings};
 use crate::internal::InternalApi;
 use cumulo_proto::{Status, TransId};
 use cumulo_router::Response;
@@ -59,7 +59,7 @@ pub fn map_response(status: u16, response_info: &[u8], body: &[u8]) -> (u16, Vec
         response_info: response_info.to_vec(),
         response: body.to_vec(),
     };
-    let r = from_service(answer, "/fuzz/get");
+    let r = from_service(answer, "/fuzz/get", ErrorDetail::Public);
     let headers = r.headers().iter().map(|(k, v)| (k.as_str().to_string(), v.as_bytes().to_vec())).collect();
     (r.status().as_u16(), headers)
 }

@@ -3,24 +3,29 @@
 //! the HTTP response. Every path ends in a response; none waits forever.
 
 use super::access_log::{AccessLog, Entry};
+use super::allow::allowed;
 use super::deadlines::Deadlines;
+use super::errors;
 use super::framing::is_oversized_chunk;
 use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
 use super::response::{from_service, plain, plain_and_close, HttpResponse};
-use super::settings::{HeaderFilter, QueryFormat, Settings};
+use super::settings::{ErrorDetail, HeaderFilter, QueryFormat, Settings};
 use super::websocket::WebSockets;
 use crate::internal::api::SendOptions;
 use crate::internal::InternalApi;
 use bytes::Bytes;
+use cumulo_proto::Status;
 use cumulo_router::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::{Body, Incoming};
+use hyper::header::{HeaderValue, ALLOW};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, StatusCode};
 use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Extra time past `timeout_ms` before the gateway stops waiting on its own.
@@ -36,37 +41,24 @@ pub struct Gateway {
     max_body: usize,
     body_timeout: Duration,
     send: SendOptions,
-    log: Option<Rc<AccessLog>>,
+    /// What a 5xx answer tells the client (errors.rs).
+    detail: ErrorDetail,
+    log: Option<Arc<AccessLog>>,
     pub counts: Counts,
     /// None when no path accepts WebSocket upgrades.
     pub websockets: Option<WebSockets>,
 }
 
-/// Requests answered, by status class; logged when the gateway stops.
+/// Requests answered, by status class; logged when the gateway stops
+/// (listening.rs).
 #[derive(Default)]
 pub struct Counts {
     pub by_class: [Cell<u64>; 6],
     pub refused_connections: Cell<u64>,
 }
 
-impl std::fmt::Display for Counts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let c: Vec<u64> = self.by_class.iter().map(Cell::get).collect();
-        write!(
-            f,
-            "{} requests (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} connections refused over max_connections",
-            c.iter().sum::<u64>(),
-            c[2],
-            c[3],
-            c[4],
-            c[5],
-            self.refused_connections.get()
-        )
-    }
-}
-
 impl Gateway {
-    pub fn new(api: InternalApi, s: &Settings, log: Option<Rc<AccessLog>>) -> Gateway {
+    pub fn new(api: InternalApi, s: &Settings, log: Option<Arc<AccessLog>>) -> Gateway {
         // A filesystem service of this core may answer it with an open file.
         api.take_file_handles();
         Gateway {
@@ -77,6 +69,7 @@ impl Gateway {
             max_body: s.max_body,
             body_timeout: Duration::from_millis(s.body_timeout_ms),
             send: SendOptions { timeout_ms: s.timeout_ms, priority: 0, wait_for_service: false },
+            detail: s.error_detail.unwrap_or(ErrorDetail::Hidden),
             log,
             counts: Counts::default(),
             websockets: WebSockets::new(
@@ -84,6 +77,15 @@ impl Gateway {
                 NameMapping { name_prefix: s.name_prefix.clone(), method_suffix: s.method_suffix },
                 s.headers.clone(),
             ),
+        }
+    }
+
+    /// `" on shard N"` with more than one shard, for the lines a shard logs
+    /// of its own part of the gateway.
+    pub fn shard_label(&self) -> String {
+        match self.api.shard() {
+            (_, 1) => String::new(),
+            (i, _) => format!(" on shard {i}"),
         }
     }
 
@@ -179,12 +181,30 @@ impl Gateway {
     async fn answer(&self, name: &str, answer: impl Future<Output = Response>, deadlines: &Deadlines) -> HttpResponse {
         tokio::select! {
             biased;
-            answer = answer => from_service(answer, name),
-            () = deadlines.overdue() => plain(
+            answer = answer => match self.not_allowed(name, &answer) {
+                Some(resp) => resp,
+                None => from_service(answer, name, self.detail),
+            },
+            () = deadlines.overdue() => errors::answer(
+                self.detail,
                 StatusCode::GATEWAY_TIMEOUT,
                 format!("gateway timeout: no answer for '{name}' within {} ms\n", self.send.timeout_ms),
             ),
         }
+    }
+
+    /// 405 for a name no service subscribes whose path is served for other
+    /// methods (allow.rs); None for any other answer.
+    fn not_allowed(&self, name: &str, answer: &Response) -> Option<HttpResponse> {
+        if answer.status != Status::NoService || !self.names.method_suffix {
+            return None;
+        }
+        let allow = allowed(&self.api, name)?;
+        let text = format!("method not allowed: no service for '{name}'; its path is served for {allow}\n");
+        let mut resp = plain(StatusCode::METHOD_NOT_ALLOWED, text);
+        // Method names and ", ": always a valid header value.
+        resp.headers_mut().insert(ALLOW, HeaderValue::from_str(&allow).ok()?);
+        Some(resp)
     }
 
     fn count(&self, logged: Option<&Logged>, resp: &HttpResponse, remote: &str) {

@@ -9,12 +9,15 @@
 //! instead of a gateway that silently never answers.
 
 mod access_log;
+mod allow;
 mod deadlines;
+mod errors;
 mod file_body;
 mod framing;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod gateway;
+mod listening;
 mod names;
 mod park;
 mod request;
@@ -42,9 +45,14 @@ pub struct HttpGateway {
 
 impl HttpGateway {
     pub fn from_settings(table: &toml::Table) -> Result<HttpGateway, String> {
-        let settings = Settings::from_settings(table)?;
+        let mut settings = Settings::from_settings(table)?;
         let access_log = access_log::open_sink(&settings.access_log)?;
         let listener = bind(&settings)?;
+        // Unset: the whole story on loopback (a developer's own machine),
+        // hidden wherever the public may connect.
+        let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+        let by_address = if loopback { settings::ErrorDetail::Public } else { settings::ErrorDetail::Hidden };
+        settings.error_detail.get_or_insert(by_address);
         Ok(HttpGateway { settings, listener, access_log })
     }
 }
@@ -54,14 +62,11 @@ impl InternalService for HttpGateway {
         Box::pin(async move {
             let log = match self.access_log {
                 None => None,
-                Some(sink) => match access_log::AccessLog::start(sink) {
+                Some(sink) => match access_log::AccessLog::start(&self.settings.access_log, sink) {
                     Ok(log) => Some(log),
                     Err(e) => return tracing::error!("http: cannot start the access log writer: {e}"),
                 },
             };
-            if let Ok(addr) = self.listener.local_addr() {
-                tracing::info!("http: gateway listening on http://{addr}");
-            }
             let gateway = gateway::Gateway::new(api, &self.settings, log);
             server::serve(self.listener, gateway, self.settings).await
         })

@@ -1,9 +1,12 @@
 //! Service answer → HTTP response. On OK, response_info (key/value) may set
 //! `status`; every other key becomes a response header; the response is the
 //! body. An error status of the request becomes an HTTP error with a
-//! plain-text body that says what happened and to which name.
+//! plain-text body that says what happened and to which name (a 5xx one
+//! as `error_detail` says: errors.rs).
 
+use super::errors;
 use super::file_body::FileBody;
+use super::settings::ErrorDetail;
 use bytes::Bytes;
 use cumulo_filesystem::stream::{self as file_stream, Part};
 use cumulo_proto::{info, Status};
@@ -20,13 +23,14 @@ use hyper::StatusCode;
 pub type HttpBody = Either<Full<Bytes>, FileBody>;
 pub type HttpResponse = hyper::Response<HttpBody>;
 
-pub fn from_service(answer: Response, name: &str) -> HttpResponse {
+pub fn from_service(answer: Response, name: &str, detail: ErrorDetail) -> HttpResponse {
     if answer.status != Status::Ok {
-        return from_error(answer.status, name, &answer.response);
+        return from_error(answer.status, name, &answer.response, detail);
     }
     match with_info(&answer.response_info, answer.response) {
         Ok(r) => r,
-        Err(why) => plain(
+        Err(why) => errors::answer(
+            detail,
             StatusCode::BAD_GATEWAY,
             format!("bad gateway: the service behind '{name}' answered with malformed response_info: {why}\n"),
         ),
@@ -90,7 +94,7 @@ pub fn error_status(status: Status) -> StatusCode {
     }
 }
 
-fn from_error(status: Status, name: &str, message: &[u8]) -> HttpResponse {
+fn from_error(status: Status, name: &str, message: &[u8], detail: ErrorDetail) -> HttpResponse {
     let message = String::from_utf8_lossy(message);
     let text = match status {
         Status::NoService => {
@@ -107,7 +111,7 @@ fn from_error(status: Status, name: &str, message: &[u8]) -> HttpResponse {
         }
         other => format!("bad gateway: '{name}' answered with status {}: {message}\n", other.name()),
     };
-    let mut resp = plain(error_status(status), text);
+    let mut resp = errors::answer(detail, error_status(status), text);
     if status == Status::Unavailable {
         // The service exists but has no instance now: tell clients when to
         // come back rather than that the name is wrong (a 404).
@@ -150,7 +154,7 @@ mod tests {
             ("x-a", "2"),
             ("content-length", "99"),
         ]);
-        let r = from_service(answer(Status::Ok, &info, b"<a/>"), "/n/get");
+        let r = from_service(answer(Status::Ok, &info, b"<a/>"), "/n/get", ErrorDetail::Public);
         assert_eq!(r.status(), StatusCode::CREATED);
         assert_eq!(r.headers()["content-type"], "text/xml");
         assert_eq!(r.headers().get_all("x-a").iter().count(), 2);
@@ -159,7 +163,7 @@ mod tests {
 
     #[test]
     fn defaults_are_200_and_no_content_type() {
-        let r = from_service(answer(Status::Ok, b"", b"x"), "/n/get");
+        let r = from_service(answer(Status::Ok, b"", b"x"), "/n/get", ErrorDetail::Public);
         assert_eq!(r.status(), StatusCode::OK);
         assert!(r.headers().is_empty());
     }
@@ -167,7 +171,7 @@ mod tests {
     #[test]
     fn malformed_response_info_is_502() {
         for bad in [&b"status\0abc\0"[..], b"status\x00102\x00", b"no-terminator", b"bad header\0v\0", b"x\0a\nb\0"] {
-            let r = from_service(answer(Status::Ok, bad, b""), "/n/get");
+            let r = from_service(answer(Status::Ok, bad, b""), "/n/get", ErrorDetail::Public);
             assert_eq!(r.status(), StatusCode::BAD_GATEWAY, "{bad:?}");
         }
     }
@@ -185,7 +189,7 @@ mod tests {
             (Status::Other(99), 502),
         ];
         for (status, http) in table {
-            let r = from_service(answer(status, b"", b"why"), "/n/get");
+            let r = from_service(answer(status, b"", b"why"), "/n/get", ErrorDetail::Public);
             assert_eq!(r.status().as_u16(), http, "{status:?}");
             assert_eq!(r.headers()["content-type"], "text/plain; charset=utf-8");
         }

@@ -6,18 +6,17 @@
 use super::deadlines::{Deadlines, Event, Guarded, Stamped, Timeouts};
 use super::framing::{Limits, Watched};
 use super::gateway::{Gateway, SAFETY_MARGIN};
+use super::listening::{self, Listening};
 use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
 use cumulo_sys::Throttle;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -36,12 +35,15 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     };
     let gateway = Rc::new(gateway);
     let http = builder(&settings);
-    let open = open_count(listener.local_addr().ok());
+    // Shared with the other shards on this address (listening.rs).
+    let shared = listening::join(listener.local_addr().ok());
+    let open = shared.open.clone();
+    let on_shard = gateway.shard_label();
     // Cancelled when this future is dropped (the core stops): open
     // connections finish their current request and close.
     let stopping = CancellationToken::new();
     let _stop_connections = stopping.clone().drop_guard();
-    let _report = ReportOnStop(gateway.clone());
+    let _report = ReportOnStop(gateway.clone(), shared);
     let _stop_websockets = gateway.websockets.as_ref().map(|w| w.stopping.clone().drop_guard());
     let (mut refusals, mut accept_errors) = (Throttle::default(), Throttle::default());
     let idle = Rc::new(IdleConnections::default());
@@ -58,7 +60,10 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                 if open.load(Ordering::Relaxed) >= settings.max_connections {
                     refuse(stream, &gateway);
                     refusals.warn(|n| {
-                        format!("http: {n} connections refused: max_connections ({}) reached", settings.max_connections)
+                        format!(
+                            "http: {n} connections refused{on_shard}: max_connections ({}) reached",
+                            settings.max_connections
+                        )
                     });
                     continue;
                 }
@@ -76,28 +81,14 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
             }
             Err(e) => {
                 accept_errors.warn(|n| {
-                    format!("http: accept failed {n} times, last: {e} (check ulimit -n against max_connections)")
+                    format!(
+                        "http: accept failed {n} times{on_shard}, last: {e} (check ulimit -n against max_connections)"
+                    )
                 });
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
             }
         }
     }
-}
-
-/// Open connections of the gateway listening on `addr`, shared by every
-/// shard that listens there (`core.threads` > 1): `max_connections` bounds
-/// the gateway, not each shard. Touched once per connection, not per request.
-fn open_count(addr: Option<SocketAddr>) -> Arc<AtomicUsize> {
-    static COUNTS: OnceLock<Mutex<HashMap<SocketAddr, Weak<AtomicUsize>>>> = OnceLock::new();
-    let Some(addr) = addr else { return Arc::default() };
-    let mut counts = COUNTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    counts.retain(|_, c| c.strong_count() > 0);
-    if let Some(c) = counts.get(&addr).and_then(Weak::upgrade) {
-        return c;
-    }
-    let c = Arc::new(AtomicUsize::new(0));
-    counts.insert(addr, Arc::downgrade(&c));
-    c
 }
 
 pub(super) fn builder(s: &Settings) -> http1::Builder {
@@ -232,11 +223,12 @@ impl Drop for Connection {
     }
 }
 
-struct ReportOnStop(Rc<Gateway>);
+/// Logs the gateway's stop once, when the last shard stops (listening.rs).
+struct ReportOnStop(Rc<Gateway>, Arc<Listening>);
 
 impl Drop for ReportOnStop {
     fn drop(&mut self) {
-        tracing::info!("http: gateway stopped accepting connections; so far {}", self.0.counts);
+        self.1.leave(&self.0.counts);
     }
 }
 

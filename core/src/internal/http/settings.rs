@@ -31,7 +31,17 @@ pub enum QueryFormat {
     Raw,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a 5xx answer's body tells the client (`error_detail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorDetail {
+    /// What happened (a handler's exception, where the request was), and a
+    /// request id.
+    Public,
+    /// The HTTP reason and a request id; what happened is logged under it.
+    Hidden,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum AccessLogTarget {
     Off,
     Stderr,
@@ -59,6 +69,9 @@ pub struct Settings {
     pub headers: HeaderFilter,
     pub access_log: AccessLogTarget,
     pub query_format: QueryFormat,
+    /// None until the listener is bound: then public on a loopback address
+    /// (a developer's own machine), hidden on any other (`HttpGateway`).
+    pub error_detail: Option<ErrorDetail>,
     /// Path prefixes that accept a WebSocket upgrade (websocket/settings.rs).
     pub websocket: Vec<super::websocket::PathSettings>,
 }
@@ -87,6 +100,7 @@ impl Default for Settings {
             headers: HeaderFilter::All,
             access_log: AccessLogTarget::Off,
             query_format: QueryFormat::KeyValue,
+            error_detail: None,
             websocket: Vec::new(),
         }
     }
@@ -110,6 +124,7 @@ const KNOWN: &[&str] = &[
     "headers",
     "access_log",
     "query_format",
+    "error_detail",
     "websocket",
 ];
 
@@ -137,6 +152,7 @@ impl Settings {
             headers: header_filter(table)?,
             access_log: access_log(table)?,
             query_format: query_format(table)?,
+            error_detail: error_detail(table)?,
             websocket: Vec::new(),
         };
         let s = Settings { websocket: super::websocket::settings::from_settings(table, s.timeout_ms)?, ..s };
@@ -205,6 +221,15 @@ fn query_format(t: &toml::Table) -> Result<QueryFormat, String> {
     }
 }
 
+fn error_detail(t: &toml::Table) -> Result<Option<ErrorDetail>, String> {
+    match t.get("error_detail") {
+        None => Ok(None),
+        Some(toml::Value::String(s)) if s == "public" => Ok(Some(ErrorDetail::Public)),
+        Some(toml::Value::String(s)) if s == "hidden" => Ok(Some(ErrorDetail::Hidden)),
+        Some(_) => Err("http: settings.error_detail must be \"public\" or \"hidden\"".into()),
+    }
+}
+
 /// Checks a gateway's settings without binding its socket.
 pub fn check(table: &toml::Table) -> Result<(), String> {
     listen_address(&Settings::from_settings(table)?).map(drop)
@@ -245,6 +270,7 @@ mod tests {
         assert_eq!(s.headers, HeaderFilter::All);
         assert_eq!(s.access_log, AccessLogTarget::Off);
         assert_eq!(s.query_format, QueryFormat::KeyValue);
+        assert_eq!(s.error_detail, None);
     }
 
     #[test]
@@ -269,5 +295,7 @@ mod tests {
         assert!(parse("keepalive = 1").unwrap_err().contains("true or false"));
         assert!(parse("query_format = \"json\"").unwrap_err().contains("query_format"));
         assert!(parse("headers = 3").unwrap_err().contains("settings.headers"));
+        assert!(parse("error_detail = \"none\"").unwrap_err().contains("settings.error_detail"));
+        assert_eq!(parse("error_detail = \"hidden\"").unwrap().error_detail, Some(ErrorDetail::Hidden));
     }
 }

@@ -90,6 +90,9 @@ impl ServiceApi for FakeCore {
     fn unsubscribe(&self, _: &str) -> Result<(), ServiceError> {
         Ok(())
     }
+    fn is_served(&self, _: &str) -> bool {
+        true
+    }
     fn next_request(&self) -> impl Future<Output = Option<NoRequest>> {
         let d = self.runs_for;
         async move {

@@ -188,6 +188,14 @@ impl Registry {
         self.entries.get(full).map_or(0, |e| e.instances.iter().filter(|&&x| x == instance).count() as u32)
     }
 
+    /// Whether some pattern matching `name` has a subscriber: `lookup`'s
+    /// answer without its cache, so that a probe (the HTTP gateway's 405)
+    /// does not fill the cache with names no request is sent to.
+    pub fn serves(&self, name: &str) -> bool {
+        self.entries.get(name).is_some_and(|e| !e.wild)
+            || self.candidates(name).into_iter().any(|p| pattern::matches(p, name))
+    }
+
     /// The most specific pattern matching `name`, with its instances.
     pub fn lookup(&mut self, name: &str) -> Option<&mut PatternEntry> {
         // A name spelled like a wildcard pattern is still matched as a name.

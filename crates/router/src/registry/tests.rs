@@ -92,6 +92,7 @@ fn the_index_gives_the_same_answers_as_trying_every_pattern() {
         for _ in 0..3 {
             let name = format!("/{}", word(&mut rng, step % 5 == 0));
             let want = brute_force(&subs, &name);
+            assert_eq!(r.serves(&name), want.is_some(), "serves {name:?}");
             let got = r.lookup(&name).map(|e| e.pattern.to_string());
             assert_eq!(got, want, "name {name:?}");
             let mut all: Vec<InstanceId> = r.lookup_all(&name).into_iter().map(|(i, _)| i).collect();
