@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what cumulo and its example services need (only what is missing,
 # quietly) and builds them: the core, and the http_req example in every
-# language. Safe to run again: each step is skipped or incremental.
+# language. Safe to run again: each step is skipped or incremental, and it
+# says only what it installs or builds (with everything built: "[setup]
+# ready" alone; scripts/setup_test.sh checks it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
