@@ -1,7 +1,8 @@
 //! The examples each client command's --help ends with: one line of use is
 //! what a reader looks for first.
 
-/// Where every client command finds the core (its "Admin API" options).
+/// The example lines, then where every client command finds the core (its
+/// "Admin API" options) and what -o json prints.
 macro_rules! examples {
     ($($line:literal),+ $(,)?) => {
         concat!(
