@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
 # Installs what cumulo and its example services need (only what is missing,
 # quietly) and builds them: the core, and the http_req example in every
-# language. Safe to run again: each step is skipped or incremental.
+# language. Safe to run again: each step is skipped or incremental, and it
+# says only what it installs or builds (with everything built: "[setup]
+# ready" alone; scripts/setup_test.sh checks it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 say() { printf '[setup] %s\n' "$*"; }
+# build NAME WHAT WORK CMD...: runs an incremental build with its output in
+# target/setup-NAME.log, and says "building WHAT" only once a line of that
+# output matches WORK (an extended regex for the tool's "compiling" lines;
+# !REGEX: a line that does not match it): a run with everything built says
+# nothing. On failure, shows the log.
+build() {
+    local name="$1" what="$2" work="$3" log="$root/target/setup-$1.log" invert=""
+    shift 3
+    if [ "${work#!}" != "$work" ]; then invert="-v" work="${work#!}"; fi
+    mkdir -p "$root/target"
+    if ! "$@" 2>&1 | tee "$log" |
+        { if grep -qE $invert -m1 -- "$work"; then say "building $what"; fi; cat >/dev/null; }; then
+        cat "$log" >&2
+        exit 1
+    fi
+}
 
 # --- system packages (Debian) for the runtimes and builds the examples use
 missing=()
@@ -52,16 +70,17 @@ fi
 # CUMULO_ALL_TARGETS=1 (test.sh sets it) builds the tests too, with the
 # dependency features they add (tokio's test clock): then `cargo test` and
 # the end-to-end suites reuse this one build instead of making a second.
-say "building the core (cargo build --release)"
-cargo build --release --workspace --quiet ${CUMULO_ALL_TARGETS:+--all-targets}
+build cargo "the core (cargo build --release)" '^ *Compiling ' \
+    cargo build --release --workspace ${CUMULO_ALL_TARGETS:+--all-targets}
 
 # --- C and C++ examples (CMake, against sdk/c)
 for lang in c cpp; do
     src="examples/http_req/$lang"
     if [ -f "$src/CMakeLists.txt" ]; then
-        say "building the $lang example"
-        { cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$src/build" -j 2; } \
-            >"$root/target/setup-$lang.log" 2>&1 || { cat "$root/target/setup-$lang.log" >&2; exit 1; }
+        # configured once: the build runs cmake again itself when CMakeLists.txt changes
+        build "$lang" "the $lang example" '(Building|Linking) |Configuring done' bash -c \
+            '{ [ -f "$1/build/CMakeCache.txt" ] || cmake -S "$1" -B "$1/build" -DCMAKE_BUILD_TYPE=Release; } &&
+            cmake --build "$1/build" -j 2' cmake "$src"
     fi
 done
 
@@ -120,13 +139,13 @@ if [ ! -f examples/http_req/java/target/HttpReq.class ] || [ examples/http_req/j
 fi
 
 # --- Go example
-say "building the Go example"
-(cd examples/http_req/go && mkdir -p .bin && GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -buildvcs=false -o .bin/http_req .)
+# (-v names each package it compiles, and none when all is built)
+mkdir -p examples/http_req/go/.bin
+build go "the Go example" . env -C examples/http_req/go GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+    go build -v -buildvcs=false -o .bin/http_req .
 
 # --- Haskell example (cabal, incremental)
-say "building the Haskell example"
-bash examples/http_req/haskell/build.sh >"$root/target/setup-haskell.log" 2>&1 ||
-    { cat "$root/target/setup-haskell.log" >&2; exit 1; }
+build haskell "the Haskell example" '^compiling' bash examples/http_req/haskell/build.sh
 # --- Erlang SDK (rebar3, offline: no dependencies) and example
 if [ ! -f sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam ] ||
     [ -n "$(find sdk/erlang/src -newer sdk/erlang/_build/default/lib/cumulo/ebin/cumulo.beam -print -quit)" ]; then
@@ -141,13 +160,14 @@ fi
 
 # --- OCaml SDK (dune, installed into sdk/ocaml/_install for the programs
 # built against it) and example; dune rebuilds only what changed
-say "building the OCaml SDK and example (dune)"
-(cd sdk/ocaml && dune build --root . @install 2>&1 && dune install --root . --prefix "$root/sdk/ocaml/_install" >/dev/null 2>&1 &&
-    cd "$root/examples/http_req/ocaml" && OCAMLPATH="$root/sdk/ocaml/_install/lib" dune build --root . ./http_req.exe 2>&1) \
-    >"$root/target/setup-ocaml.log" || { cat "$root/target/setup-ocaml.log" >&2; exit 1; }
+# (--display short: one line per command dune runs, none when all is built)
+build ocaml "the OCaml SDK and example (dune)" . bash -c 'set -e
+    cd sdk/ocaml && dune build --display short --root . @install
+    dune install --root . --prefix "$1/sdk/ocaml/_install" >/dev/null 2>&1
+    cd "$1/examples/http_req/ocaml" && OCAMLPATH="$1/sdk/ocaml/_install/lib" dune build --display short --root . ./http_req.exe' \
+    ocaml "$root"
 
 # --- ATS2 example (make: the SDK, the C SDK under it, then the example)
-say "building the ATS2 example"
-make -s -C examples/http_req/ats2 >"$root/target/setup-ats2.log" 2>&1 ||
-    { cat "$root/target/setup-ats2.log" >&2; exit 1; }
+# (make names the commands it runs, or says the program is up to date)
+build ats2 "the ATS2 example" '!(is up to date|Nothing to be done)' make --no-print-directory -C examples/http_req/ats2
 say "ready"

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use cumulo_core::admin::LogControl;
-use cumulo_core::cli::{self, AdminArgs, QueuesCommand, ServicesCommand};
+use cumulo_core::cli::{self, help, AdminArgs, QueuesCommand, ServicesCommand, SubscriptionsArgs};
 use cumulo_core::internal::settings::CATALOGUE;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -18,10 +18,10 @@ use std::process::ExitCode;
 struct Cli {
     /// Log filter: error, warn, info, debug, trace, or per-module directives
     /// (e.g. "info,cumulo::routing=debug").
-    #[arg(long, global = true, env = "CUMULO_LOG", default_value = "info")]
+    #[arg(long, global = true, env = "CUMULO_LOG", default_value = "info", help_heading = "Logging")]
     log_level: String,
     /// Log format.
-    #[arg(long, global = true, value_enum, default_value = "text")]
+    #[arg(long, global = true, value_enum, default_value = "text", help_heading = "Logging")]
     log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
@@ -41,25 +41,38 @@ enum Command {
         config: PathBuf,
     },
     /// Operate the services of a running core (through its admin API).
+    #[command(after_help = help::SERVICES)]
     Services {
         #[command(flatten)]
         admin: AdminArgs,
         #[command(subcommand)]
         command: ServicesCommand,
     },
+    /// The patterns a running core routes, with the instances and services
+    /// subscribing each (--prefix, --service to narrow).
+    #[command(after_help = help::SUBSCRIPTIONS)]
+    Subscriptions {
+        #[command(flatten)]
+        args: SubscriptionsArgs,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
     /// Summary of a running core: services, instances, requests.
+    #[command(after_help = help::STATUS)]
     Status {
         #[command(flatten)]
         admin: AdminArgs,
     },
     /// The nodes of the cloud a running core is in: name, node_id, state,
     /// last heartbeat, subscriptions, requests in flight there.
+    #[command(after_help = help::NODES)]
     Nodes {
         #[command(flatten)]
         admin: AdminArgs,
     },
     /// The durable queues of a running core (depth, deliveries, dead
     /// letters), and their dead letters: list, replay, purge.
+    #[command(after_help = help::QUEUES)]
     Queues {
         #[command(flatten)]
         admin: AdminArgs,
@@ -67,7 +80,9 @@ enum Command {
         command: Option<QueuesCommand>,
     },
     /// Change a running core's log level (e.g. debug, or "info,cumulo_core::routing=debug").
+    #[command(after_help = help::LOG_LEVEL)]
     LogLevel {
+        /// error, warn, info, debug, trace, or per-module directives.
         level: String,
         #[command(flatten)]
         admin: AdminArgs,
@@ -90,8 +105,10 @@ Examples:
   CUMULO_LOG=debug cumulo run -c my.toml        more detail (connections, subscriptions)
   cumulo services list                          the services of the core running here
   cumulo services add more.toml                 add the [[service]] tables of a file
+  cumulo services show 3                        service 3: patterns it subscribes, processes, configuration
   cumulo services update 3 --count-process 4    run more processes of service 3
   cumulo services remove 3                      stop service 3 gracefully
+  cumulo subscriptions --prefix /tests/         the patterns routed under /tests/, and who serves them
   cumulo log-level debug                        more detail, without a restart
   cumulo queues                                 the durable queues: depth, deliveries, dead letters
   cumulo queues replay --queue /queue/          send a queue's dead letters again
@@ -168,6 +185,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Services { admin, command } => return client_done(cli::services(&admin, command)),
+        Command::Subscriptions { args, admin } => return client_done(cli::subscriptions(&admin, args)),
         Command::Status { admin } => return client_done(cli::status(&admin)),
         Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
         Command::Queues { admin, command } => return client_done(cli::queues(&admin, command)),
@@ -204,6 +222,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Services { .. }
+        | Command::Subscriptions { .. }
         | Command::Status { .. }
         | Command::Nodes { .. }
         | Command::Queues { .. }

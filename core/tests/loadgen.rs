@@ -555,3 +555,48 @@ fn bad_input_gets_a_clear_error() {
     let _ = (&out.stderr[..]).read_to_string(&mut err);
     assert!(err.contains("settings") && err.contains("request_rate") && err.contains("\"dynamic\""), "{err}");
 }
+
+/// A dynamic search that cannot end within --duration is refused before it
+/// starts, saying how long it needs and what to give instead; a search that
+/// fits runs.
+#[test]
+fn a_duration_too_short_for_the_search_is_refused_up_front() {
+    let _one = serial();
+    let dir = Scratch::new("short");
+    std::fs::write(
+        dir.path("core.toml"),
+        format!(
+            "[core]\nsocket = \"{}\"\n[[service]]\nprefix = \"/echo/\"\ninternal = \"echo\"\n",
+            dir.path("core.sock").display()
+        ),
+    )
+    .unwrap();
+    let config = dir.path("core.toml");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let base = ["request", "--config", config.to_str().unwrap(), "--name", "/echo/x", "--quiet"];
+        base.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        bench(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let started = Instant::now();
+    let out = run(&["--duration", "10s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "refused only after {:?}", started.elapsed());
+    // a 5s probe tick is cut to 2s: 2 + 24 x 5
+    assert!(err.contains("--duration 10s is too short for the dynamic search: it needs at least 122s"), "{err}");
+    assert!(err.contains("--quick (1s ticks, 3 stable: at least 4s)") && err.contains("--rate R"), "{err}");
+    let out = run(&["--stable-ticks", "200"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the default --duration 600s is too short"));
+
+    // --quick fits in 10s: the search runs (whether it ends stable depends on the machine)
+    let started = Instant::now();
+    let out = run(&["--quick", "--duration", "10s"]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!err.contains("too short"), "{err}");
+    assert!(text.contains("stable at") || text.contains("no stable rate found"), "{text}{err}");
+    assert!(started.elapsed() >= Duration::from_secs(4), "the search ran {:?}", started.elapsed());
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the JavaScript SDK's test suite: installs Node.js if missing and the
 # devDependencies (TypeScript, for checking index.d.ts), checks the syntax of
-# every file of the SDK and its http_req example (node --check), then node --test.
+# every file of the SDK and its http_req example (node --check), checks that
+# a file: install gets the SDK alone, then node --test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -26,4 +27,20 @@ for file in *.js test/*.js ../../examples/http_req/javascript/*.mjs; do
   node --check "$file" || { echo "test.sh: node --check failed on $file" >&2; exit 1; }
 done
 
-exec node --test test/*.test.js
+# A program that depends on the SDK with "file:" gets the SDK alone: its
+# TypeScript and type packages are devDependencies. --install-links copies
+# the SDK as a registry install would; --offline, so a dependency that
+# slipped into "dependencies" fails the install rather than being fetched.
+consumer=$(mktemp -d)
+trap 'rm -rf "$consumer"' EXIT
+printf '{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": {"cumulo": "file:%s"}}\n' "$PWD" \
+  >"$consumer/package.json"
+(cd "$consumer" && npm install --offline --install-links --no-audit --no-fund --loglevel=error >/dev/null) ||
+  { echo "test.sh: installing the SDK with file: needs more than the SDK (see its dependencies)" >&2; exit 1; }
+installed=$(ls -A "$consumer/node_modules" | grep -v '^\.package-lock\.json$' | tr '\n' ' ')
+if [ "$installed" != "cumulo " ]; then
+  echo "test.sh: installing the SDK with file: also installed: $installed" >&2
+  exit 1
+fi
+
+node --test test/*.test.js

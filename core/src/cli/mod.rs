@@ -1,18 +1,24 @@
-//! The client commands (`cumulo services ...`, `cumulo status`, `cumulo
-//! log-level`): they talk to a running core's admin API and print what it
-//! says in a readable form (or as JSON with `--json`).
+//! The client commands (`cumulo services ...`, `cumulo subscriptions`,
+//! `cumulo status`, `cumulo log-level`, ...): they talk to a running core's
+//! admin API and print what it says in a readable form (or as JSON with
+//! `--output json`).
 
 mod client;
+pub mod help;
 mod queues;
+mod show;
+mod subscriptions;
 mod table;
 
 pub use client::{AdminClient, Reply};
 pub use queues::{queues, QueuesCommand};
+pub use subscriptions::{subscriptions, SubscriptionsArgs};
 
 use clap::{Args, Subcommand};
 use cumulo_config::DEFAULT_ADMIN_PORT;
 use hyper::Method;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where the admin API is: `--admin`/`--token`, else `CUMULO_ADMIN`/
@@ -21,18 +27,22 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug, Clone)]
 pub struct AdminArgs {
     /// The admin API, e.g. http://127.0.0.1:7311.
-    #[arg(long, global = true, env = "CUMULO_ADMIN", value_name = "URL")]
+    #[arg(long, global = true, help_heading = ADMIN_HEADING, env = "CUMULO_ADMIN", value_name = "URL")]
     pub admin: Option<String>,
     /// Bearer token, if the core's [admin] section sets one.
-    #[arg(long, global = true, env = "CUMULO_ADMIN_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    #[arg(long, global = true, help_heading = ADMIN_HEADING, env = "CUMULO_ADMIN_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Read the admin address and token from this core config file.
-    #[arg(short, long, global = true, value_name = "FILE")]
+    #[arg(short, long, global = true, help_heading = ADMIN_HEADING, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output: readable text, or the API's JSON answer.
-    #[arg(short, long, global = true, value_enum, default_value = "text")]
+    #[arg(short, long, global = true, help_heading = ADMIN_HEADING, value_enum, default_value = "text")]
     pub output: Output,
 }
+
+/// The heading of the options every client command shares: listed after
+/// the command's own, which are what its --help is read for.
+pub const ADMIN_HEADING: &str = "Admin API";
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -50,6 +60,7 @@ impl AdminArgs {
 pub enum ServicesCommand {
     /// Add services from a TOML file of [[service]] tables (relative paths
     /// are relative to that file), or from JSON with --json.
+    #[command(after_help = help::SERVICES_ADD)]
     Add {
         /// A TOML file with [[service]] tables (or one service's keys at top level).
         #[arg(required_unless_present = "json_body", conflicts_with = "json_body")]
@@ -58,23 +69,40 @@ pub enum ServicesCommand {
         #[arg(long = "json", value_name = "JSON")]
         json_body: Option<String>,
     },
-    /// List services: id, prefix, kind, status, processes, instances, restarts, requests handled.
+    /// List services: id, prefix, kind, status, processes, instances, restarts,
+    /// requests handled, patterns subscribed.
+    #[command(after_help = help::SERVICES_LIST)]
     List,
-    /// Show one service: its processes, counters and configuration.
-    Show { id: String },
+    /// Show one service: the patterns it subscribes, its processes, counters
+    /// and configuration.
+    #[command(after_help = help::SERVICES_SHOW)]
+    Show {
+        /// The service's id (the ID column of `cumulo services list`).
+        id: String,
+    },
     /// Remove a service: no new requests, its processes finish and stop.
-    Remove { id: String },
+    #[command(after_help = help::SERVICES_REMOVE)]
+    Remove {
+        /// The service's id (the ID column of `cumulo services list`).
+        id: String,
+    },
     /// Restart a service's processes one after the other.
-    Restart { id: String },
-    /// Change a running service's options.
+    #[command(after_help = help::SERVICES_RESTART)]
+    Restart {
+        /// The service's id (the ID column of `cumulo services list`).
+        id: String,
+    },
+    /// Change a running service's options (those not given keep their values).
+    #[command(after_help = help::SERVICES_UPDATE)]
     Update(UpdateArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
+    /// The service's id (the ID column of `cumulo services list`).
     pub id: String,
     /// Processes to run (fewer: the highest indexes stop gracefully).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub count_process: Option<u32>,
     /// Time a new process has to connect all its threads.
     #[arg(long, value_name = "MS")]
@@ -89,14 +117,17 @@ pub struct UpdateArgs {
     #[arg(long, value_name = "MS")]
     pub timeout_terminate: Option<u32>,
     /// Requests queued per instance beyond its window.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub queue_limit: Option<u32>,
+    /// Bytes of requests queued per instance beyond its window (at least 1024).
+    #[arg(long, value_name = "BYTES")]
+    pub queue_size: Option<u32>,
     /// immediate_closest, lazy_closest, immediate_random, lazy_random, round_robin, least_busy, none,
     /// or another of CloudI's (docs/CLOUDI.md).
-    #[arg(long)]
+    #[arg(long, value_name = "HOW")]
     pub dest_refresh: Option<String>,
     /// Restarts allowed within max_t before a process is given up.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub max_r: Option<u32>,
     /// The window of max_r.
     #[arg(long, value_name = "SECONDS")]
@@ -191,11 +222,17 @@ pub fn services(a: &AdminArgs, cmd: ServicesCommand) -> Outcome {
             if a.json() {
                 return Ok(pretty(&v));
             }
-            Ok(services_table(&v))
+            let patterns = subscriptions::by_service(&subscriptions::fetch(&c)?);
+            Ok(services_table(&v, &patterns))
         }
         ServicesCommand::Show { id } => {
             let v = call(&c, Method::GET, &format!("/v1/services/{id}"), None)?;
-            Ok(pretty(&v))
+            if a.json() {
+                return Ok(pretty(&v));
+            }
+            let mut patterns = subscriptions::by_service(&subscriptions::fetch(&c)?);
+            let mine = v["id"].as_u64().and_then(|id| patterns.remove(&id)).unwrap_or_default();
+            Ok(show::render(&v, &mine))
         }
         ServicesCommand::Remove { id } => {
             let v = call(&c, Method::DELETE, &format!("/v1/services/{id}"), None)?;
@@ -244,6 +281,7 @@ fn update_body(u: UpdateArgs) -> Result<Value, String> {
     put("timeout_sync", u.timeout_sync.map(Value::from));
     put("timeout_terminate", u.timeout_terminate.map(Value::from));
     put("queue_limit", u.queue_limit.map(Value::from));
+    put("queue_size", u.queue_size.map(Value::from));
     put("dest_refresh", u.dest_refresh.map(Value::from));
     put("max_r", u.max_r.map(Value::from));
     put("max_t", u.max_t.map(Value::from));
@@ -254,17 +292,14 @@ fn update_body(u: UpdateArgs) -> Result<Value, String> {
     Ok(Value::Object(m))
 }
 
-fn services_table(v: &Value) -> String {
+/// `patterns`: each service's subscribed patterns (their count is a column).
+fn services_table(v: &Value, patterns: &BTreeMap<u64, Vec<(String, usize)>>) -> String {
     let empty = vec![];
     let list = v["services"].as_array().unwrap_or(&empty);
     if list.is_empty() {
         return "no services\n".into();
     }
-    let s = |x: &Value| match x {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
+    let s = table::cell;
     let rows: Vec<Vec<String>> = list
         .iter()
         .map(|x| {
@@ -278,12 +313,25 @@ fn services_table(v: &Value) -> String {
                 s(&x["instances"]),
                 s(&x["restarts"]),
                 s(&x["requests_handled"]),
+                x["id"].as_u64().and_then(|id| patterns.get(&id)).map_or(0, Vec::len).to_string(),
                 s(&x["program"]),
             ]
         })
         .collect();
     table::render(
-        &["ID", "PREFIX", "KIND", "STATUS", "PROCESSES", "THREADS", "INSTANCES", "RESTARTS", "HANDLED", "PROGRAM"],
+        &[
+            "ID",
+            "PREFIX",
+            "KIND",
+            "STATUS",
+            "PROCESSES",
+            "THREADS",
+            "INSTANCES",
+            "RESTARTS",
+            "HANDLED",
+            "PATTERNS",
+            "PROGRAM",
+        ],
         &rows,
     )
 }
@@ -295,11 +343,7 @@ pub fn nodes(a: &AdminArgs) -> Outcome {
     if a.json() {
         return Ok(pretty(&v));
     }
-    let s = |x: &Value| match x {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
+    let s = table::cell;
     let rows: Vec<Vec<String>> = v["nodes"]
         .as_array()
         .map(|l| {
@@ -461,6 +505,7 @@ mod tests {
             timeout_sync: None,
             timeout_terminate: None,
             queue_limit: None,
+            queue_size: None,
             dest_refresh: None,
             max_r: None,
             max_t: None,

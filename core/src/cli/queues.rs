@@ -4,14 +4,15 @@
 use super::{call, client, pretty, table, AdminArgs, Outcome};
 use clap::Subcommand;
 use hyper::Method;
-use serde_json::Value;
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum QueuesCommand {
     /// Every queue: depth, in flight, delivered, redelivered, dead letters,
     /// bytes on disk, age of the oldest request (the default).
+    #[command(after_help = super::help::QUEUES_LIST)]
     List,
     /// A queue's dead letters, oldest first, with each attempt's status.
+    #[command(after_help = super::help::QUEUES_DEAD)]
     Dead {
         /// The queue's prefix (needed when several queues run).
         #[arg(long)]
@@ -21,12 +22,16 @@ pub enum QueuesCommand {
         limit: u32,
     },
     /// Send a queue's dead letters again, with fresh attempts.
+    #[command(after_help = super::help::QUEUES_REPLAY)]
     Replay {
+        /// The queue's prefix (needed when several queues run).
         #[arg(long)]
         queue: Option<String>,
     },
     /// Forget a queue's dead letters.
+    #[command(after_help = super::help::QUEUES_PURGE)]
     Purge {
+        /// The queue's prefix (needed when several queues run).
         #[arg(long)]
         queue: Option<String>,
     },
@@ -41,11 +46,7 @@ fn query(queue: &Option<String>) -> String {
 
 pub fn queues(a: &AdminArgs, cmd: Option<QueuesCommand>) -> Outcome {
     let c = client(a)?;
-    let s = |x: &Value| match x {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
+    let s = table::cell;
     match cmd.unwrap_or(QueuesCommand::List) {
         QueuesCommand::List => {
             let v = call(&c, Method::GET, "/v1/queues", None)?;

@@ -1,5 +1,16 @@
 //! Aligned text tables for the terminal.
 
+use serde_json::Value;
+
+/// A JSON value as a table cell: strings without quotes, null as "-".
+pub fn cell(x: &Value) -> String {
+    match x {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
 /// Left-aligned columns separated by two spaces; numbers right-aligned.
 pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
     let cols = header.len();

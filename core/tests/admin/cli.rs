@@ -95,3 +95,71 @@ fn no_core_there_is_a_clear_error() {
     let out = cli(&["status", "--admin", "https://127.0.0.1:1"], &[]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("only http://"));
 }
+
+#[test]
+fn show_and_subscriptions_print_text_with_the_patterns_json_on_request() {
+    let core = TestCore::start("[[service]]\nprefix = \"/e/\"\ninternal = \"echo\"\n");
+    core.wait_running(1, 1);
+    core.wait_subscribed("/e/*", 1);
+    let url = core.url();
+    let with = |args: &[&str]| cli(&[args, &["--admin", url.as_str()][..]].concat(), &[]);
+
+    let show = ok(&with(&["services", "show", "1"]));
+    assert!(show.starts_with("service 1: /e/ (internal: echo), running\n"), "{show}");
+    assert!(show.lines().any(|l| l.starts_with("subscribes:") && l.contains("/e/* (1 instance)")), "{show}");
+    assert!(show.contains("queue_size = 67108864"), "the configuration is shown: {show}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&with(&["services", "show", "1", "-o", "json"]))).unwrap();
+    assert_eq!((json["id"].as_u64(), json["prefix"].as_str()), (Some(1), Some("/e/")));
+
+    let list = ok(&with(&["services", "list"]));
+    let (header, row) = (list.lines().next().unwrap(), list.lines().nth(1).unwrap());
+    assert!(header.contains("PATTERNS"), "{list}");
+    // the count sits under its header (right-aligned numbers)
+    let end = header.find("PATTERNS").unwrap() + "PATTERNS".len();
+    assert_eq!(&row[end - 1..end], "1", "{list}");
+
+    let subs = ok(&with(&["subscriptions"]));
+    assert!(subs.starts_with("PATTERN"), "{subs}");
+    assert!(subs.lines().any(|l| l.starts_with("/e/*") && l.ends_with("1 (/e/)")), "{subs}");
+    assert_eq!(ok(&with(&["subscriptions", "--prefix", "/nope/"])), "no subscriptions under /nope/\n");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&with(&["subscriptions", "--prefix", "/e", "-o", "json"]))).unwrap();
+    assert_eq!(v["subscriptions"][0]["pattern"], "/e/*", "{v}");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&with(&["subscriptions", "--service", "2", "-o", "json"]))).unwrap();
+    assert_eq!(v["subscriptions"], serde_json::json!([]), "{v}");
+
+    let out = ok(&with(&["services", "update", "1", "--queue-size", "2000000"]));
+    assert_eq!(out, "updated service 1 (/e/): queue_size = 2000000\n");
+    assert_eq!(core.get("/v1/services/1")["config"]["queue_size"], 2_000_000);
+}
+
+/// Every client command's --help: its own options before the admin API's,
+/// and an example of its use.
+#[test]
+fn client_command_help_lists_its_own_options_first_and_an_example() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["services", "add"], "--json"),
+        (&["services", "list"], "--help"),
+        (&["services", "show"], "--help"),
+        (&["services", "remove"], "--help"),
+        (&["services", "restart"], "--help"),
+        (&["services", "update"], "--queue-size"),
+        (&["subscriptions"], "--prefix"),
+        (&["status"], "--help"),
+        (&["nodes"], "--help"),
+        (&["queues", "dead"], "--limit"),
+        (&["log-level"], "--help"),
+    ];
+    for (cmd, own) in cases {
+        let help = ok(&cli(&[cmd, &["--help"][..]].concat(), &[]));
+        let (own_at, admin_at) = (help.find(own).unwrap(), help.find("--admin <URL>").unwrap());
+        assert!(own_at < admin_at, "{cmd:?}: {own} after --admin:\n{help}");
+        assert!(help.contains("Admin API:"), "{cmd:?}: the admin options under their own heading:\n{help}");
+        assert!(help.contains(&format!("Examples:\n  cumulo {}", cmd.join(" "))), "{cmd:?}: no example:\n{help}");
+    }
+    let help = ok(&cli(&["services", "update", "--help"], &[]));
+    for opt in ["--count-process", "--queue-limit", "--queue-size <BYTES>", "--dest-refresh", "--restart-delay"] {
+        assert!(help.find(opt).unwrap() < help.find("--admin").unwrap(), "{opt}:\n{help}");
+    }
+}

@@ -13,7 +13,7 @@
 use super::answer::RequestSpec;
 use super::bench_report::{BenchReport, Header, Totals};
 use super::controller::DynamicSettings;
-use super::driver::{drive, Observer, Plan, RateMode, TickRecord};
+use super::driver::{drive, Observer, Plan, RateMode, TickRecord, PROBE_MAX};
 use super::progress::{human_us, sample_loop, Progress};
 use super::recorder::SharedRecorder;
 use super::{html, http_client, payload, schedule, service_client};
@@ -66,7 +66,8 @@ pub struct RateArgs {
     #[arg(long)]
     pub max: bool,
     /// Length of the run (fixed, max; default 30s), or the most a dynamic
-    /// search may take (default 10m).
+    /// search may take (default 10m; at least what the search needs to end:
+    /// 2 minutes by default, a few seconds with --quick).
     #[arg(long, value_parser = payload::duration)]
     pub duration: Option<Duration>,
     /// Length of a tick, the unit the dynamic search judges (default 5s).
@@ -218,6 +219,9 @@ impl RateArgs {
         if duration.is_zero() {
             bail!("--duration must be more than 0");
         }
+        if let RateMode::Dynamic(s) = &mode {
+            self.check_search_fits(s, tick, duration)?;
+        }
         let plan = Plan {
             mode,
             tick,
@@ -228,6 +232,48 @@ impl RateArgs {
         };
         Ok((plan, name))
     }
+}
+
+/// The least time a dynamic search can end in: the probe, then
+/// `stable_ticks` passing ticks at one rate (climbing to it takes more).
+fn least_search_time(s: &DynamicSettings, tick: Duration) -> Duration {
+    let probe = if s.probe { tick.min(PROBE_MAX) } else { Duration::ZERO };
+    probe + tick * s.stable_ticks
+}
+
+impl RateArgs {
+    /// Refuses, before anything starts, a search that cannot end within
+    /// `--duration`: it would run to the end and report no stable rate.
+    /// The ticks are not shortened to fit: a shorter tick judges a rate on
+    /// fewer requests, and the figure would be noisier than asked for.
+    fn check_search_fits(&self, s: &DynamicSettings, tick: Duration, duration: Duration) -> anyhow::Result<()> {
+        let least = least_search_time(s, tick);
+        if duration >= least {
+            return Ok(());
+        }
+        let given = match self.duration {
+            Some(_) => format!("--duration {}", human_s(duration)),
+            None => format!("the default --duration {}", human_s(duration)),
+        };
+        let quick = DynamicSettings { stable_ticks: 3, ..s.clone() };
+        let quick_least = least_search_time(&quick, Duration::from_secs(1));
+        bail!(
+            "{given} is too short for the dynamic search: it needs at least {} (a probe, then {} passing ticks of {} \
+             in a row at one rate, and more to climb to that rate).\n  give --duration {} or more, --quick (1s ticks, \
+             3 stable: at least {}), or --rate R to hold a fixed rate for {}",
+            human_s(least),
+            s.stable_ticks,
+            human_s(tick),
+            human_s(least * 2),
+            human_s(quick_least),
+            human_s(duration)
+        )
+    }
+}
+
+/// "122s", "1.5s", as `--duration` takes it.
+fn human_s(d: Duration) -> String {
+    format!("{}s", (d.as_secs_f64() * 10.0).round() / 10.0)
 }
 
 /// Prints the search's steps above the progress line.
