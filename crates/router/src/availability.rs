@@ -159,7 +159,7 @@ impl Availability {
         table.retain(|s| s.id != id);
         table.push(live.clone());
         // The longest prefix first: the most specific service covers a name.
-        table.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+        table.sort_by_key(|s| std::cmp::Reverse(s.prefix.len()));
         live
     }
 

@@ -423,7 +423,7 @@ impl Core {
         let key = self.registry.subscribe(&full, id);
         if let Some(inst) = self.instances.get_mut(&id) {
             tracing::debug!(instance = id, "{} subscribed {full}", inst.label);
-            let first = inst.subscriptions.len() == 0;
+            let first = inst.subscriptions.is_empty();
             inst.subscriptions.push(key);
             if first {
                 self.note_serving(&self.instances[&id], true);
@@ -447,7 +447,7 @@ impl Core {
         }
         if let Some(inst) = self.instances.get_mut(&id) {
             inst.subscriptions.remove(&full);
-            if inst.subscriptions.len() == 0 {
+            if inst.subscriptions.is_empty() {
                 self.note_serving(&self.instances[&id], false);
             }
         }

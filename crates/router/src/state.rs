@@ -471,7 +471,7 @@ impl Core {
         for p in inst.subscriptions.iter() {
             self.registry.unsubscribe(p, id);
         }
-        if inst.subscriptions.len() > 0 {
+        if !inst.subscriptions.is_empty() {
             self.note_serving(&inst, false);
         }
         if let Some(o) = &inst.origin {
