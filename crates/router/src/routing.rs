@@ -110,6 +110,7 @@ fn in_flight(r: &Route<'_>, dest: InstanceId, timeout_ms: u32) -> InFlight {
         timeout_ms,
         flags: r.flags,
         held: Held::No,
+        for_restart: false,
     }
 }
 
@@ -532,7 +533,7 @@ impl Core {
             Selected::Instance(chosen) => return self.deliver_or_queue(r, rerouted, timeout_ms, chosen),
             Selected::NoSubscriber => {
                 if r.wait_for_service && self.now < r.deadline {
-                    return self.park_for_subscriber(r, rerouted, timeout_ms);
+                    return self.park_for_subscriber(r, rerouted, timeout_ms, false);
                 }
                 return self.no_subscriber(r, rerouted, timeout_ms);
             }
@@ -601,7 +602,7 @@ impl Core {
 
     /// Waits for a subscriber (WAIT_FOR_SERVICE) within the request's
     /// deadline, bounded by core.max_parked and the bytes held.
-    fn park_for_subscriber(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32) {
+    fn park_for_subscriber(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32, for_restart: bool) {
         let bytes = crate::held::weight(r.name, r.request_info, r.request);
         if let Err(why) = self.holds.room(r.sender, bytes, &self.limits) {
             self.stats.queue_full += 1;
@@ -618,9 +619,10 @@ impl Core {
         }
         if !rerouted {
             self.arm_timer(r.trans_id, r.deadline);
-            self.inflight.insert(r.trans_id, in_flight(r, 0, timeout_ms));
+            self.inflight.insert(r.trans_id, InFlight { for_restart, ..in_flight(r, 0, timeout_ms) });
         } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
             f.dest = 0;
+            f.for_restart = for_restart;
         }
         self.park(r.to_owned(None));
     }
@@ -718,7 +720,9 @@ impl Core {
         let from_shard = self.instances.get(&r.sender).is_some_and(|i| matches!(i.endpoint, Endpoint::Shard(_)));
         if !from_shard {
             match self.availability.verdict(r.name) {
-                Verdict::Wait if self.now < r.deadline => return self.park_for_subscriber(r, rerouted, timeout_ms),
+                Verdict::Wait if self.now < r.deadline => {
+                    return self.park_for_subscriber(r, rerouted, timeout_ms, true);
+                }
                 Verdict::Unavailable(msg) => {
                     self.stats.unavailable += 1;
                     return self.fail(r, rerouted, Status::Unavailable, msg);
@@ -917,6 +921,7 @@ impl Core {
                 timeout_ms: timeout,
                 flags: REQUEST_MCAST,
                 held: Held::No,
+                for_restart: false,
             };
             self.inflight.insert(tid, f);
             self.stats.requests += 1;

@@ -68,6 +68,10 @@ pub struct InFlight {
     pub flags: u8,
     /// Where it waits, if it is queued or parked.
     pub held: Held,
+    /// Parked for the instance of the configured service that covers its
+    /// name, which is (re)starting (`availability`): if none comes within
+    /// its timeout, it is UNAVAILABLE rather than TIMEOUT.
+    pub for_restart: bool,
 }
 
 /// A managed process as the core knows it (the supervisor owns the OS side).
@@ -559,6 +563,15 @@ impl Core {
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.
         self.unhold(f.held, f.dest);
+        if f.for_restart && f.dest == 0 {
+            // Its service is still (re)starting: try again later, not "slow".
+            self.stats.unavailable += 1;
+            let msg = format!(
+                "no instance of the service that covers the name came back within {} ms (it is starting or restarting)",
+                f.timeout_ms
+            );
+            return self.respond(f.sender, &tid, Status::Unavailable, b"", msg.as_bytes());
+        }
         if !delivered_to_shard {
             self.stats.timeouts += 1;
         }

@@ -65,11 +65,15 @@ fn a_request_sent_while_its_service_starts_waits_for_it() {
     let t = std::time::Instant::now();
     assert_eq!(api.send_sync("/late/x", b"", b"hi", opts(5000)).unwrap().body, b"hi");
     assert!(t.elapsed() >= ms(300), "answered after {:?}: it had to wait for the start", t.elapsed());
-    // Within its timeout only: a start slower than the timeout is a TIMEOUT.
+    // Within its timeout only: a start slower than the timeout is
+    // UNAVAILABLE (try later), not a TIMEOUT (slow), at the timeout.
     let slow = ts!("/slower/").env("TS_START_DELAY_MS", 3000).no_wait();
     let core = Core::start(Config::new().service(slow));
     let mut api = core.client();
-    assert_eq!(status(&api.send_sync("/slower/x", b"", b"", opts(300))), Status::Timeout);
+    let t = std::time::Instant::now();
+    let r = api.send_sync("/slower/x", b"", b"", opts(300));
+    assert_eq!(status(&r), Status::Unavailable);
+    assert!(t.elapsed() >= ms(250), "answered at its timeout, after {:?}", t.elapsed());
 }
 
 #[test]
