@@ -9,7 +9,9 @@ use cumulo_filesystem::stream::{self as file_stream, Part};
 use cumulo_proto::{info, Status};
 use cumulo_router::Response;
 use http_body_util::{Either, Full};
-use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, TRANSFER_ENCODING};
+use hyper::header::{
+    HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, TRANSFER_ENCODING,
+};
 use hyper::StatusCode;
 
 /// The bytes of an answer (or of the filesystem service's cache, handed
