@@ -208,7 +208,9 @@ fn through_a_jetstream_queue_each_event_of_two_nodes_is_done_once_with_a_node_ki
     assert!(last - first >= 10 && last - killed_at >= 5, "events {first}..{last}, b killed at {killed_at}: {counts:?}");
     for u in first + 2..=last - 2 {
         let attempts: Vec<u32> = seen.iter().filter(|(s, _)| *s == u).map(|(_, a)| *a).collect();
-        let redelivered = attempts.len() == 2 && attempts.iter().filter(|a| **a == 1).count() <= 1 && attempts.iter().any(|a| *a >= 2);
+        let redelivered = attempts.len() == 2
+            && attempts.iter().filter(|a| **a == 1).count() <= 1
+            && attempts.iter().any(|a| *a >= 2);
         assert!(
             attempts.len() == 1 || (redelivered && (u - killed_at).abs() <= 1),
             "second {u} done {} times, attempts {attempts:?} (b killed at {killed_at}): {counts:?}",
