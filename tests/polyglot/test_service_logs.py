@@ -21,6 +21,14 @@ TRACEBACKS = {
                ("Traceback (most recent call last):", 'faulty.py", line', "FaultyError: boom from python")),
     "go": ("handler for /tests/faulty/go/boom panicked: boom from go",
            ("goroutine ", "runtime/debug.Stack()", "faulty.go:")),
+    "java": ("cumulo: handler for /tests/faulty/java/boom threw Faulty$FaultyException: boom from java",
+             ("\tat Faulty.", "(Faulty.java:", "\tat dev.cumulo.Api.")),
+    "javascript": ("cumulo: handler for /tests/faulty/javascript/boom threw FaultyError: boom from javascript",
+                   ("FaultyError: boom from javascript", "    at ", "faulty.mjs:")),
+    "ruby": ("cumulo: handler for /tests/faulty/ruby/boom raised FaultyError: boom from ruby",
+             ("boom from ruby (FaultyError)", "\tfrom ", "faulty.rb:")),
+    "php": ("cumulo: handler for /tests/faulty/php/boom threw FaultyException: boom from php",
+            ("Stack trace:", "#0 ", "faulty.php")),
 }
 
 # A service line of the core's text log: the message, the fields, and the
