@@ -23,6 +23,7 @@ const (
 	StatusUnsupportedVersion
 	StatusUnauthorized
 	StatusProtocol
+	StatusUnavailable
 )
 
 var statusNames = [...]string{
@@ -39,6 +40,7 @@ var statusNames = [...]string{
 	StatusUnsupportedVersion: "UNSUPPORTED_VERSION",
 	StatusUnauthorized:       "UNAUTHORIZED",
 	StatusProtocol:           "PROTOCOL",
+	StatusUnavailable:        "UNAVAILABLE",
 }
 
 // String returns the protocol name of the status, such as "TIMEOUT".
@@ -88,6 +90,7 @@ var (
 	ErrUnsupportedVersion = &Error{Status: StatusUnsupportedVersion}
 	ErrUnauthorized       = &Error{Status: StatusUnauthorized}
 	ErrProtocol           = &Error{Status: StatusProtocol}
+	ErrUnavailable        = &Error{Status: StatusUnavailable}
 )
 
 // ErrClosed is returned (possibly wrapped together with the *Error the core

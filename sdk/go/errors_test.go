@@ -12,12 +12,17 @@ func TestStatusNames(t *testing.T) {
 		StatusTimeout:      "TIMEOUT",
 		StatusServiceError: "SERVICE_ERROR",
 		StatusProtocol:     "PROTOCOL",
+		StatusUnavailable:  "UNAVAILABLE",
+		Status(14):         "STATUS_14",
 		Status(42):         "STATUS_42",
 	}
 	for status, want := range cases {
 		if got := status.String(); got != want {
 			t.Errorf("Status(%d).String() = %q, want %q", uint16(status), got, want)
 		}
+	}
+	if StatusUnavailable != 13 || !errors.Is(&Error{Status: 13, Message: "given up"}, ErrUnavailable) {
+		t.Errorf("StatusUnavailable = %d, want 13 and to match ErrUnavailable", StatusUnavailable)
 	}
 }
 

@@ -32,6 +32,14 @@ function describeThrown(err) {
   return `handler threw ${String(err)}`;
 }
 
+// The sender gets the message; the stack goes to stderr, in one write so
+// that the core logs it as one record.
+function logThrown(req, err) {
+  const stack = err instanceof Error && typeof err.stack === 'string' ? `\n${err.stack}` : '';
+  const what = describeThrown(err).slice('handler '.length);
+  process.stderr.write(`cumulo: handler for ${req.name} ${what}${stack}\n`);
+}
+
 // What a handler returned, as RETURN fields: bytes or a string are the
 // response; {info, response} sets both; nothing is an empty response.
 function answerOf(result) {
@@ -323,6 +331,7 @@ export class API {
       }
     } catch (err) {
       answer = { status: Status.SERVICE_ERROR, responseInfo: Buffer.alloc(0), response: Buffer.from(describeThrown(err)) };
+      logThrown(req, err);
     }
     if (answer !== null && !this.#failure) {
       try {

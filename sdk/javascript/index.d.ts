@@ -17,6 +17,7 @@ export declare const Status: Readonly<{
   UNSUPPORTED_VERSION: 10;
   UNAUTHORIZED: 11;
   PROTOCOL: 12;
+  UNAVAILABLE: 13;
 }>;
 export type StatusName = keyof typeof Status;
 

@@ -14,6 +14,7 @@ export const Status = Object.freeze({
   UNSUPPORTED_VERSION: 10,
   UNAUTHORIZED: 11,
   PROTOCOL: 12,
+  UNAVAILABLE: 13,
 });
 
 const NAMES = new Map(Object.entries(Status).map(([name, code]) => [code, name]));

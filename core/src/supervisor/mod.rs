@@ -12,11 +12,13 @@
 //!
 //! Files by concern: `service.rs` (services and slots as the admin API sees
 //! them), `operations.rs` (removal, rolling restart, new options),
-//! `process.rs` (external processes: spawn, init, exit, graceful stop, their
-//! output), `internal_slots.rs` (internal services' instances).
+//! `process.rs` (external processes: spawn, init, exit, graceful stop),
+//! `output.rs` (their stdout and stderr as log records, a traceback as one),
+//! `internal_slots.rs` (internal services' instances).
 
 mod internal_slots;
 mod operations;
+mod output;
 mod process;
 mod service;
 

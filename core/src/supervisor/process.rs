@@ -3,16 +3,15 @@
 //! stopping it gracefully (TERMINATE, then SIGTERM, then SIGKILL), logging
 //! its output and how it ended.
 
+use super::output::{log_output, Source};
 use super::{ProcState, Service, Slot, StopReason, Supervisor};
 use cumulo_config::{Protocol, ServiceConfig};
 use cumulo_router::bump;
 use cumulo_router::ProcessSlot;
-use cumulo_router::ServiceId;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Notify;
 
@@ -160,11 +159,12 @@ impl Supervisor {
             slot.pid = pid;
         }
         tracing::info!(service = %svc.prefix, service_id = svc.id, process = index, "process {index} started (pid {})", pid.unwrap_or(0));
+        let source = || Source { prefix: svc.prefix.clone(), service_id: svc.id, index };
         if let Some(out) = child.stdout.take() {
-            tokio::task::spawn_local(log_lines(out, svc.prefix.clone(), svc.id, index, false));
+            tokio::task::spawn_local(log_output(out, source(), false));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::task::spawn_local(log_lines(err, svc.prefix.clone(), svc.id, index, true));
+            tokio::task::spawn_local(log_output(err, source(), true));
         }
         Ok(child)
     }
@@ -283,23 +283,6 @@ fn log_exit(svc: &Service, index: u32, status: Option<ExitStatus>) {
         tracing::info!(service = %svc.prefix, service_id = svc.id, process = index, "process {index} {how}");
     } else {
         tracing::warn!(service = %svc.prefix, service_id = svc.id, process = index, "process {index} {how}");
-    }
-}
-
-async fn log_lines<R: tokio::io::AsyncRead + Unpin>(
-    r: R,
-    prefix: Rc<str>,
-    service_id: ServiceId,
-    index: u32,
-    stderr: bool,
-) {
-    let mut lines = BufReader::new(r).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if stderr {
-            tracing::warn!(target: "service", service = %prefix, service_id, process = index, "{line}");
-        } else {
-            tracing::info!(target: "service", service = %prefix, service_id, process = index, "{line}");
-        }
     }
 }
 

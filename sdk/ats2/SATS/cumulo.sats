@@ -40,6 +40,7 @@ macdef status_no_service = 2
 macdef status_service_error = 7
 macdef status_too_large = 8
 macdef status_invalid_argument = 9
+macdef status_unavailable = 13
 macdef status_e_closed = ~2
 macdef status_e_terminated = ~5
 

@@ -31,7 +31,7 @@ extern "C" {
 
 /* ------------------------------------------------------------------ status */
 
-/* Every call returns a status. 0..12 are the protocol's codes (PROTOCOL 2.3);
+/* Every call returns a status. 0..13 are the protocol's codes (PROTOCOL 2.3);
  * the core may send codes unknown here, which are passed through unchanged.
  * Negative codes come from the SDK itself and never travel on the wire. */
 enum cumulo_status {
@@ -48,6 +48,7 @@ enum cumulo_status {
     CUMULO_UNSUPPORTED_VERSION = 10,
     CUMULO_UNAUTHORIZED = 11,
     CUMULO_PROTOCOL = 12,
+    CUMULO_UNAVAILABLE = 13,
 
     CUMULO_E_IO = -1,          /* a socket call failed (see errno text in the message) */
     CUMULO_E_CLOSED = -2,      /* the core closed the connection */

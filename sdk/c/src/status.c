@@ -22,6 +22,7 @@ static const status_text STATUSES[] = {
     {CUMULO_UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION", "the protocol version is not supported"},
     {CUMULO_UNAUTHORIZED, "UNAUTHORIZED", "unknown token, or unmanaged instances are refused"},
     {CUMULO_PROTOCOL, "PROTOCOL", "a frame arrived out of order"},
+    {CUMULO_UNAVAILABLE, "UNAVAILABLE", "the service has no instance to take the request now (given up, or starting)"},
     {CUMULO_E_IO, "E_IO", "a socket operation failed"},
     {CUMULO_E_CLOSED, "E_CLOSED", "the connection to the core is closed"},
     {CUMULO_E_NOMEM, "E_NOMEM", "out of memory"},

@@ -64,9 +64,11 @@ static void test_status_names(void) {
     CHECK(strcmp(cumulo_status_name(CUMULO_OK), "OK") == 0);
     CHECK(strcmp(cumulo_status_name(CUMULO_SERVICE_ERROR), "SERVICE_ERROR") == 0);
     CHECK(strcmp(cumulo_status_name(CUMULO_PROTOCOL), "PROTOCOL") == 0);
+    CHECK(strcmp(cumulo_status_name(CUMULO_UNAVAILABLE), "UNAVAILABLE") == 0);
+    CHECK_EQ_INT(CUMULO_UNAVAILABLE, 13);
     CHECK(strcmp(cumulo_status_name(4242), "UNKNOWN") == 0);
     CHECK(strcmp(cumulo_status_name(CUMULO_E_CLOSED), "E_CLOSED") == 0);
-    for (int s = -7; s <= 12; s++) CHECK(strlen(cumulo_strerror(s)) > 0);
+    for (int s = -7; s <= 13; s++) CHECK(strlen(cumulo_strerror(s)) > 0);
 }
 
 static void test_trans_id_hex(void) {

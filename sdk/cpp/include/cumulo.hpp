@@ -57,6 +57,7 @@ inline constexpr int invalid_argument = CUMULO_INVALID_ARGUMENT;
 inline constexpr int unsupported_version = CUMULO_UNSUPPORTED_VERSION;
 inline constexpr int unauthorized = CUMULO_UNAUTHORIZED;
 inline constexpr int protocol = CUMULO_PROTOCOL;
+inline constexpr int unavailable = CUMULO_UNAVAILABLE;
 inline constexpr int io = CUMULO_E_IO;
 inline constexpr int closed = CUMULO_E_CLOSED;
 inline constexpr int config = CUMULO_E_CONFIG;

@@ -266,6 +266,13 @@ void test_kv() {
                         CUMULO_INVALID_ARGUMENT);
 }
 
+void test_status() {
+    CHECK(cumulo::status::unavailable == 13);
+    CHECK(std::strcmp(cumulo::Error(cumulo::status::unavailable, "starting").name(), "UNAVAILABLE") == 0);
+    CHECK(std::strcmp(cumulo::Error(cumulo::status::protocol, "").name(), "PROTOCOL") == 0);
+    CHECK(std::strcmp(cumulo::Error(14, "").name(), "UNKNOWN") == 0);
+}
+
 void test_connect_refused() {
     with_core(
         [](FakeCore& fc) {
@@ -439,6 +446,7 @@ struct TestCase {
 
 const TestCase TESTS[] = {
     {"kv", test_kv},
+    {"status", test_status},
     {"connect_refused", test_connect_refused},
     {"handlers", test_handlers},
     {"sends", test_sends},

@@ -649,7 +649,7 @@ info_bytes(Info) -> iolist_to_binary(Info).
 
 -define(STATUS_NAMES, [ok, timeout, no_service, queue_full, crashed, malformed, shutting_down,
                        service_error, too_large, invalid_argument, unsupported_version,
-                       unauthorized, protocol]).
+                       unauthorized, protocol, unavailable]).
 
 %% The code of a status name (PROTOCOL 2.3), or the code itself.
 -spec status_code(status()) -> non_neg_integer().

@@ -185,6 +185,9 @@ error_responses_carry_their_status_test() ->
     ?assertEqual({error, {42, <<"new code">>}}, cumulo:recv_async(Api, #{trans_id => T2})),
     ?assertEqual(<<"NO_SERVICE">>, cumulo:status_name(no_service)),
     ?assertEqual(<<"42">>, cumulo:status_name(42)),
+    ?assertEqual(<<"UNAVAILABLE">>, cumulo:status_name(13)),
+    ?assertEqual(13, cumulo:status_code(unavailable)),
+    ?assertEqual(<<"14">>, cumulo:status_name(14)),
     cumulo_fake_core:join(Core),
     cumulo:close(Api).
 

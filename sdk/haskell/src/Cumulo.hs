@@ -64,6 +64,7 @@ module Cumulo
   , statusOk, statusTimeout, statusNoService, statusQueueFull, statusCrashed
   , statusMalformed, statusShuttingDown, statusServiceError, statusTooLarge
   , statusInvalidArgument, statusUnsupportedVersion, statusUnauthorized, statusProtocol
+  , statusUnavailable
   ) where
 
 import Cumulo.API

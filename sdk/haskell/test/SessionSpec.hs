@@ -54,6 +54,11 @@ spec = do
     hello `shouldBe` Hello 1 1 0 "" "/client/"
     values `shouldBe` (0, 1, 1, "/tests/", 5000, 1, 7, 1024 * 1024, 5000, 0, 1)
 
+  it "names every status of the protocol, and codes it does not know by number" $ do
+    map statusName [statusOk, statusProtocol, statusUnavailable, 14]
+      `shouldBe` ["OK", "PROTOCOL", "UNAVAILABLE", "STATUS_14"]
+    statusUnavailable `shouldBe` 13
+
   it "throws the core's ERROR instead of WELCOME" $ do
     (_, r) <- withFakeCore (\c -> recvMsg c >> sendMsg c [MError statusUnauthorized "unknown token"]) $ \path ->
       try (connectUnmanaged path "/client/")

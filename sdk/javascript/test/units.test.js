@@ -105,6 +105,9 @@ test('trans_ids increase strictly and name their instance', () => {
 
 test('statusName names known codes and tolerates unknown ones', () => {
   assert.equal(statusName(Status.QUEUE_FULL), 'QUEUE_FULL');
+  assert.equal(Status.UNAVAILABLE, 13);
+  assert.equal(statusName(13), 'UNAVAILABLE');
+  assert.equal(statusName(14), 'UNKNOWN_14');
   assert.equal(statusName(300), 'UNKNOWN_300');
   assert.equal(new CumuloError(300, 'x').statusName, 'UNKNOWN_300');
 });

@@ -14,11 +14,12 @@ type t =
   | Unsupported_version
   | Unauthorized
   | Protocol
+  | Unavailable
   | Unknown of int  (** a code this SDK does not know: an error all the same *)
 
 let known =
   [| Ok; Timeout; No_service; Queue_full; Crashed; Malformed; Shutting_down; Service_error; Too_large;
-     Invalid_argument; Unsupported_version; Unauthorized; Protocol |]
+     Invalid_argument; Unsupported_version; Unauthorized; Protocol; Unavailable |]
 
 let of_code code = if code >= 0 && code < Array.length known then known.(code) else Unknown code
 
@@ -42,6 +43,7 @@ let to_string = function
   | Unsupported_version -> "UNSUPPORTED_VERSION"
   | Unauthorized -> "UNAUTHORIZED"
   | Protocol -> "PROTOCOL"
+  | Unavailable -> "UNAVAILABLE"
   | Unknown code -> string_of_int code
 
 (* Every failure of the SDK: the status and the core's (or the SDK's) message. *)

@@ -543,6 +543,14 @@ let info () =
   Alcotest.(check (option string)) "lookup" (Some "v") (Info.lookup "k\000v\000" "k");
   Alcotest.(check (option string)) "lookup malformed" None (Info.lookup "k\000" "k")
 
+let statuses () =
+  Alcotest.(check int) "UNAVAILABLE is 13" 13 (Status.to_code Status.Unavailable);
+  Alcotest.(check string) "13 is UNAVAILABLE" "UNAVAILABLE" (Status.to_string (Status.of_code 13));
+  Alcotest.(check string) "14 is unknown" "14" (Status.to_string (Status.of_code 14));
+  for code = 0 to 13 do
+    Alcotest.(check int) "code round trip" code (Status.to_code (Status.of_code code))
+  done
+
 let () =
   Alcotest.run "cumulo"
     [ ("vectors", vector_tests ());
@@ -566,4 +574,5 @@ let () =
             ("a window of requests answered in order", window_in_order);
             ("the stream cut every way, a 3 MiB frame", stream_cut_every_way);
             ("run: one thread per instance", run_one_thread_per_instance);
-            ("key/value", info) ] ) ]
+            ("key/value", info);
+            ("status codes and names", statuses) ] ) ]

@@ -44,6 +44,9 @@ is_deeply([$error->status, $error->status_name, $error->message, "$error"],
 ok($error->is('NO_SERVICE'), 'is() by name');
 is(Cumulo::Status::name_of(99), 'STATUS_99', 'unknown codes get a name');
 is(Cumulo::Status::code_of('TOO_LARGE'), 8, 'code_of');
+is(Cumulo::Status::UNAVAILABLE, 13, 'UNAVAILABLE is 13');
+is_deeply([Cumulo::Status::name_of(13), Cumulo::Status::code_of('UNAVAILABLE'), Cumulo::Status::name_of(14)],
+    ['UNAVAILABLE', 13, 'STATUS_14'], 'UNAVAILABLE by name and code, 14 unknown');
 is(Cumulo::Error->new(status => 1)->message, 'TIMEOUT', 'an empty message becomes the name');
 
 # key/value encoding

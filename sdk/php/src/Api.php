@@ -427,6 +427,9 @@ final class Api
             }
             return [Status::OK, self::infoBytes($info), (string) $response];
         } catch (\Throwable $e) {
+            // The sender gets the message; the stack trace goes to stderr, in
+            // one write so that the core logs it as one record.
+            fwrite(STDERR, "cumulo: handler for {$req->name} threw {$e}\n");
             return [Status::SERVICE_ERROR, '', get_class($e) . ': ' . $e->getMessage()];
         }
     }

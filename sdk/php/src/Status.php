@@ -20,6 +20,7 @@ final class Status
     public const UNSUPPORTED_VERSION = 10;
     public const UNAUTHORIZED = 11;
     public const PROTOCOL = 12;
+    public const UNAVAILABLE = 13;
 
     /** "TIMEOUT" for 1; codes a newer core may send are named "STATUS_<n>". */
     public static function name(int $status): string

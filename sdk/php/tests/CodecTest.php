@@ -64,6 +64,9 @@ final class CodecTest extends TestCase
     {
         $this->assertSame('NO_SERVICE', Status::name(2));
         $this->assertSame('STATUS_99', Status::name(99));
+        $this->assertSame(13, Status::UNAVAILABLE);
+        $this->assertSame('UNAVAILABLE', Status::name(13));
+        $this->assertSame('STATUS_14', Status::name(14));
         $error = new CumuloException('', Status::TIMEOUT);
         $this->assertSame(['TIMEOUT', 'TIMEOUT', 1], [$error->getMessage(), $error->statusName(), $error->status()]);
     }

@@ -253,6 +253,8 @@ def test_send_sync_error_status_raises() -> None:
         conn.send(m.Response(send.trans_id, Status.TIMEOUT, b"", "timeout after 250 ms".encode()))
         send = conn.expect(m.SendSync)
         conn.send(m.Response(send.trans_id, 77, b"x\0y\0", b"future code"))
+        send = conn.expect(m.SendSync)
+        conn.send(m.Response(send.trans_id, 13, b"", b"/crashy/ was given up"))
 
     core = FakeCore(script)
     with connect(core) as api:
@@ -265,6 +267,10 @@ def test_send_sync_error_status_raises() -> None:
             api.send_sync("/future", b"")
         assert caught.value.status == 77 and caught.value.status.name == "UNKNOWN_77"
         assert caught.value.response_info == b"x\0y\0"
+        with pytest.raises(CumuloError) as caught:
+            api.send_sync("/crashy/", b"")
+        assert caught.value.status is Status.UNAVAILABLE and caught.value.status == 13
+        assert str(caught.value) == "UNAVAILABLE: /crashy/ was given up"
     core.join()
 
 

@@ -44,5 +44,9 @@ class CodecTest < Minitest::Test
     unknown = Cumulo::Error.for(99, "from a newer core")
     assert_instance_of Cumulo::Error, unknown
     assert_equal "STATUS_99", unknown.status_name
+    unavailable = Cumulo::Error.for(13, "given up")
+    assert_instance_of Cumulo::UnavailableError, unavailable
+    assert_equal [13, "UNAVAILABLE"], [Cumulo::Status::UNAVAILABLE, unavailable.status_name]
+    assert_equal "STATUS_14", Cumulo::Status.name_of(14)
   end
 end

@@ -4,6 +4,7 @@ module Cumulo.Status
   , statusOk, statusTimeout, statusNoService, statusQueueFull, statusCrashed
   , statusMalformed, statusShuttingDown, statusServiceError, statusTooLarge
   , statusInvalidArgument, statusUnsupportedVersion, statusUnauthorized, statusProtocol
+  , statusUnavailable
   , statusName
   , CumuloError (..)
   , ConnectionClosed (..)
@@ -19,7 +20,7 @@ type Status = Word16
 
 statusOk, statusTimeout, statusNoService, statusQueueFull, statusCrashed, statusMalformed,
   statusShuttingDown, statusServiceError, statusTooLarge, statusInvalidArgument,
-  statusUnsupportedVersion, statusUnauthorized, statusProtocol :: Status
+  statusUnsupportedVersion, statusUnauthorized, statusProtocol, statusUnavailable :: Status
 statusOk = 0
 statusTimeout = 1
 statusNoService = 2
@@ -33,6 +34,7 @@ statusInvalidArgument = 9
 statusUnsupportedVersion = 10
 statusUnauthorized = 11
 statusProtocol = 12
+statusUnavailable = 13
 
 -- | The name of a status as PROTOCOL.md spells it (@NO_SERVICE@), or @STATUS_<n>@.
 statusName :: Status -> Text
@@ -43,7 +45,7 @@ statusName s
     names =
       [ "OK", "TIMEOUT", "NO_SERVICE", "QUEUE_FULL", "CRASHED", "MALFORMED", "SHUTTING_DOWN"
       , "SERVICE_ERROR", "TOO_LARGE", "INVALID_ARGUMENT", "UNSUPPORTED_VERSION", "UNAUTHORIZED"
-      , "PROTOCOL" ]
+      , "PROTOCOL", "UNAVAILABLE" ]
 
 -- | A call failed with a status of the protocol: the core's (or a service's)
 -- answer, a decode error (@MALFORMED@, @TOO_LARGE@) or a local timeout.

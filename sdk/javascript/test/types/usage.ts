@@ -22,6 +22,8 @@ async function service(): Promise<void> {
     body.toString();
   } catch (err) {
     if (err instanceof CumuloError && err.status === Status.TIMEOUT) console.log(err.statusName, err.transId);
+    const unavailable: 13 = Status.UNAVAILABLE;
+    if (err instanceof CumuloError && err.status === unavailable) console.log('try later');
   }
   const id = await api.sendAsync('/tools/echo', new Uint8Array([1, 2]), { waitForService: true });
   const got: Response | null = await api.recvAsync({ transId: id, timeout: 100 });

@@ -22,6 +22,7 @@ class Status(IntEnum):
     UNSUPPORTED_VERSION = 10
     UNAUTHORIZED = 11
     PROTOCOL = 12
+    UNAVAILABLE = 13
 
     @classmethod
     def _missing_(cls, value: object) -> Optional["Status"]:

@@ -293,6 +293,9 @@ module Cumulo
 
       [Status::OK, info_bytes(info), response.to_s]
     rescue StandardError => e
+      # The sender gets the message; the backtrace goes to stderr, in one
+      # write so that the core logs it as one record.
+      $stderr.write("cumulo: handler for #{req.name} raised #{e.class}: #{e.message}\n", e.full_message(highlight: false))
       [Status::SERVICE_ERROR, "", "#{e.class}: #{e.message}"]
     end
 

@@ -16,6 +16,7 @@ module Cumulo
     UNSUPPORTED_VERSION = 10
     UNAUTHORIZED = 11
     PROTOCOL = 12
+    UNAVAILABLE = 13
 
     NAMES = constants.to_h { |name| [const_get(name), name.to_s] }.freeze
 
@@ -63,7 +64,8 @@ module Cumulo
     InvalidArgumentError: Status::INVALID_ARGUMENT,
     UnsupportedVersionError: Status::UNSUPPORTED_VERSION,
     UnauthorizedError: Status::UNAUTHORIZED,
-    ProtocolError: Status::PROTOCOL
+    ProtocolError: Status::PROTOCOL,
+    UnavailableError: Status::UNAVAILABLE
   }.each do |class_name, code|
     klass = Class.new(Error)
     klass.const_set(:STATUS, code)

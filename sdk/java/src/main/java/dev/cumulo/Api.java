@@ -365,6 +365,7 @@ public final class Api implements AutoCloseable {
             if (failure != null) {
                 throw failure;
             }
+            logFailure(frame.name(), e);
             if (!request.forwarded()) {
                 sendReturn(frame.transId(), Status.SERVICE_ERROR, describe(e));
             }
@@ -388,6 +389,17 @@ public final class Api implements AutoCloseable {
 
     private void sendReturn(TransId id, Status status, String message) throws IOException {
         send(new Frame.Return(id, status.code(), NOTHING, message.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * The sender gets the message; the stack trace goes to stderr, in one
+     * write so that the core logs it as one record.
+     */
+    private static void logFailure(String name, Exception e) {
+        java.io.StringWriter trace = new java.io.StringWriter();
+        e.printStackTrace(new java.io.PrintWriter(trace));
+        System.err.print("cumulo: handler for " + name + " threw " + trace);
+        System.err.flush();
     }
 
     private static String describe(Exception e) {

@@ -15,12 +15,14 @@ public enum Status {
     UNSUPPORTED_VERSION(10),
     UNAUTHORIZED(11),
     PROTOCOL(12),
+    UNAVAILABLE(13),
     /** A code this SDK does not know; receivers must accept it as an error. */
     UNKNOWN(-1);
 
     private static final Status[] BY_CODE = {
         OK, TIMEOUT, NO_SERVICE, QUEUE_FULL, CRASHED, MALFORMED, SHUTTING_DOWN,
         SERVICE_ERROR, TOO_LARGE, INVALID_ARGUMENT, UNSUPPORTED_VERSION, UNAUTHORIZED, PROTOCOL,
+        UNAVAILABLE,
     };
 
     private final int code;

@@ -98,4 +98,16 @@ class CodecTest {
         assertEquals(99, e.code());
         assertEquals(Status.SERVICE_ERROR, Status.fromCode(7));
     }
+
+    @Test
+    void everyStatusOfTheProtocolRoundTripsItsCode() {
+        for (Status s : Status.values()) {
+            if (s != Status.UNKNOWN) {
+                assertEquals(s, Status.fromCode(s.code()));
+            }
+        }
+        assertEquals(Status.UNAVAILABLE, Status.fromCode(13));
+        assertEquals(13, Status.UNAVAILABLE.code());
+        assertEquals(Status.UNKNOWN, Status.fromCode(14));
+    }
 }
