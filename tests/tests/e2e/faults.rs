@@ -109,8 +109,10 @@ fn a_service_that_cannot_start_costs_the_others_nothing() {
     let load = Load::start(&core, "/ok/x", 200, ms(5000), ms(5000));
     load.wait_running();
     // While /bad/ starts, exits 3, restarts and is given up: a plain send
-    // is refused at once (NO_SERVICE); one that waits for a subscriber
-    // (WAIT_FOR_SERVICE) times out at its own timeout.
+    // waits for it and is UNAVAILABLE at its timeout (at once once /bad/ is
+    // given up), never NO_SERVICE, since a configured service covers the
+    // name; one that waits for a subscriber (WAIT_FOR_SERVICE) times out at
+    // its own timeout.
     let mut api = core.client();
     let mut sent = Vec::new();
     for i in 0..24 {
@@ -118,27 +120,27 @@ fn a_service_that_cannot_start_costs_the_others_nothing() {
         sent.push(api.send_async("/bad/x", b"", b"", o));
         std::thread::sleep(ms(100));
     }
-    let (mut no_service, mut timeouts) = (0, 0);
+    let (mut unavailable, mut timeouts) = (0, 0);
     let deadline = Instant::now() + ms(400) + Duration::from_secs(2);
     let mut pending = sent.len();
     while pending > 0 && Instant::now() < deadline {
         if let Some((_, r)) = api.recv_async(None, ms(100)).unwrap() {
             pending -= 1;
             match status(&r) {
-                Status::NoService => no_service += 1,
+                Status::Unavailable => unavailable += 1,
                 Status::Timeout => timeouts += 1,
                 other => panic!("unexpected answer {other:?}: {r:?}"),
             }
         }
     }
     assert_eq!(pending, 0, "requests left unanswered past their timeout");
-    assert_eq!((no_service, timeouts), (18, 6));
+    assert_eq!((unavailable, timeouts), (18, 6));
     let r = load.finish();
     r.assert_accounted();
     assert_eq!(r.totals.ok, r.totals.sent, "{:?}", r.totals);
     core.wait_lines(&["process 0 exited with code 3", "service=/bad/"], 3, ms(10_000));
     core.wait_lines(&["giving up", "service=/bad/"], 1, ms(10_000));
-    assert_eq!(status(&api.send_sync("/bad/x", b"", b"", opts(5000))), Status::NoService);
+    assert_eq!(status(&api.send_sync("/bad/x", b"", b"", opts(5000))), Status::Unavailable);
 }
 
 #[test]
