@@ -30,6 +30,16 @@ impl Scratch {
     fn path(&self, f: &str) -> PathBuf {
         self.0.join(f)
     }
+
+    /// Writes `core.toml`: a core whose one service is the internal echo
+    /// at `/echo/`.
+    fn echo_config(&self) {
+        let config = format!(
+            "[core]\nsocket = \"{}\"\n[[service]]\nprefix = \"/echo/\"\ninternal = \"echo\"\n",
+            self.path("core.sock").display()
+        );
+        std::fs::write(self.path("core.toml"), config).unwrap();
+    }
 }
 
 impl Drop for Scratch {
@@ -237,14 +247,7 @@ fn a_stall_early_in_the_run_does_not_cap_the_search() {
 fn fixed_mode_holds_its_rate_and_writes_an_html_report_a_browser_shows() {
     let _one = serial();
     let dir = Scratch::new("fixed");
-    std::fs::write(
-        dir.path("core.toml"),
-        format!(
-            "[core]\nsocket = \"{}\"\n[[service]]\nprefix = \"/echo/\"\ninternal = \"echo\"\n",
-            dir.path("core.sock").display()
-        ),
-    )
-    .unwrap();
+    dir.echo_config();
     let (report, page) = (dir.path("r.json"), dir.path("r.html"));
     let out = bench(&[
         "request",
@@ -563,14 +566,7 @@ fn bad_input_gets_a_clear_error() {
 fn a_duration_too_short_for_the_search_is_refused_up_front() {
     let _one = serial();
     let dir = Scratch::new("short");
-    std::fs::write(
-        dir.path("core.toml"),
-        format!(
-            "[core]\nsocket = \"{}\"\n[[service]]\nprefix = \"/echo/\"\ninternal = \"echo\"\n",
-            dir.path("core.sock").display()
-        ),
-    )
-    .unwrap();
+    dir.echo_config();
     let config = dir.path("core.toml");
     let args = |extra: &[&str]| -> Vec<String> {
         let base = ["request", "--config", config.to_str().unwrap(), "--name", "/echo/x", "--quiet"];

@@ -98,13 +98,13 @@ impl Pool {
                     step.set(Step::Slot);
                     let returned = self.returned.notified();
                     tokio::select! {
-                        p = mine.acquire_owned() => p.expect("the pool's semaphores are never closed"),
+                        p = mine.clone().acquire_owned() => p.expect("the pool's semaphores are never closed"),
                         _ = returned => continue,
                     }
                 }
             };
             if let Ok(permit) = self.slots.clone().try_acquire_owned() {
-                return self.open(origin, permit, origin_permit, step).await;
+                return self.open_or_forget(origin, &mine, permit, origin_permit, step).await;
             }
             if self.close_one_idle() {
                 continue;
@@ -114,7 +114,7 @@ impl Pool {
             tokio::select! {
                 permit = self.slots.clone().acquire_owned() => {
                     let permit = permit.expect("the pool's semaphores are never closed");
-                    return self.open(origin, permit, origin_permit, step).await;
+                    return self.open_or_forget(origin, &mine, permit, origin_permit, step).await;
                 }
                 _ = returned => continue,
             }
@@ -125,6 +125,26 @@ impl Pool {
     fn origin_slots(&self, origin: &Origin) -> Arc<Semaphore> {
         let mut all = self.origin_slots.borrow_mut();
         all.entry(origin.clone()).or_insert_with(|| Arc::new(Semaphore::new(self.max_per_origin))).clone()
+    }
+
+    /// `open`, and when it fails, the origin's entry is dropped at once
+    /// unless another request holds or awaits it: every unreachable host
+    /// asked for would otherwise stay in the table until the next sweep,
+    /// a table growing with the rate of failing requests.
+    async fn open_or_forget(
+        &self,
+        origin: &Origin,
+        mine: &Arc<Semaphore>,
+        permit: OwnedSemaphorePermit,
+        origin_permit: OwnedSemaphorePermit,
+        step: &Cell<Step>,
+    ) -> Result<Conn, Error> {
+        let opened = self.open(origin, permit, origin_permit, step).await;
+        // The table's Arc and `mine`: nobody else has a permit or waits.
+        if opened.is_err() && Arc::strong_count(mine) == 2 && mine.available_permits() == self.max_per_origin {
+            self.origin_slots.borrow_mut().remove(origin);
+        }
+        opened
     }
 
     async fn open(
@@ -234,6 +254,12 @@ impl Pool {
         // An origin with no connection open holds all its permits.
         let max = self.max_per_origin;
         self.origin_slots.borrow_mut().retain(|_, s| s.available_permits() < max);
+    }
+
+    /// Origins with an entry in the per-origin table.
+    #[cfg(test)]
+    pub fn origins(&self) -> usize {
+        self.origin_slots.borrow().len()
     }
 
     /// Open connections, idle or busy.

@@ -173,6 +173,7 @@ fn failures_say_which_step_failed() {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let o = out("get", &[("url", &format!("http://127.0.0.1:{closed}/"))]).unwrap();
         assert_eq!(client.send(o, soon()).await.unwrap_err().kind(), ErrorKind::Connect);
+        assert_eq!(client.pool().origins(), 0, "a failed connect leaves no entry for its origin");
 
         let (port, _) = server(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n").await;
         let o = out("get", &[("url", &format!("http://127.0.0.1:{port}/"))]).unwrap();
