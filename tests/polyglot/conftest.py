@@ -111,7 +111,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
         return
     rows = [sdk.name for sdk in SDKS] + sorted({lang for lang, _ in CELLS} - set(BY_NAME))
     known = ["http_req", "service_error", "client_sync", "client_async", "client_error_element", "client_no_service",
-             "client_service_error", "guide_functions"]
+             "client_unavailable", "client_service_error", "guide_functions"]
     columns = sorted({scenario for _, scenario in CELLS}, key=lambda c: (known.index(c) if c in known else len(known), c))
     mark = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfail": "xfail"}
 
@@ -187,6 +187,15 @@ def faulty_services(b: Built) -> list[dict]:
         services.append({"prefix": FAULTY.format(lang), "path": program, "args": args, "dir": str(SERVICES),
                          "count_process": 1, "count_thread": 1, "timeout_init": 30_000})
     return services
+
+
+GIVEN_UP = "/tests/given_up/"
+
+
+def given_up_services() -> list[dict]:
+    """A service whose program exits at once and that may not restart
+    (max_r = 0): given up, its names are UNAVAILABLE for every caller."""
+    return [{"prefix": GIVEN_UP, "path": "false", "max_r": 0}]
 
 
 def write_config(path: Path, socket: Path, services: list[dict], admin_port: int = 0) -> None:
@@ -340,8 +349,9 @@ def all_names() -> list[str]:
 
 @pytest.fixture(scope="module")
 def core(built) -> Core:
-    """The core with every http_req example and every faulty service, ready."""
-    c = start_core(example_services() + faulty_services(built))
+    """The core with every http_req example, every faulty service and a
+    given-up one, ready."""
+    c = start_core(example_services() + faulty_services(built) + given_up_services())
     try:
         c.wait_ready(all_names())
     except BaseException:

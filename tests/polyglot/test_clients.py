@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import (CLIENT_LANGUAGES, FAULTY, FAULTY_LANGUAGES, HTTP_REQ, LANGUAGES, NO_VALUE, XML_INFO, cell,
-                      value_xml)
+from conftest import (CLIENT_LANGUAGES, FAULTY, FAULTY_LANGUAGES, GIVEN_UP, HTTP_REQ, LANGUAGES, NO_VALUE, XML_INFO,
+                      cell, value_xml)
 
 CLIENT_TIMEOUT_S = 60
 
@@ -39,6 +39,7 @@ def _cases() -> list[tuple]:
         cases.append((client, f"async-{async_target}", [HTTP_REQ.format(async_target), b"value\x00-%d\x00" % n, "async"],
                       0, XML_INFO.hex().encode() + b"\n" + value_xml(-n)))
         cases.append((client, "no-service", ["/tests/http_req/nobody.xml/get", b"", "sync"], 3, None))
+        cases.append((client, "unavailable", [GIVEN_UP + "x", b"", "sync"], 3, None))
         faulty = _others(FAULTY_LANGUAGES, client, 1)[0]
         cases.append((client, f"service-error-{faulty}", [FAULTY.format(faulty) + "boom", b"", "sync"], 3, None))
     return cases
@@ -67,7 +68,7 @@ def results(core, built):
 
 def _scenario(case: str) -> str:
     """The table column of a case: client_sync, client_async, ..."""
-    for kind in ("sync", "async", "error-element", "no-service", "service-error"):
+    for kind in ("sync", "async", "error-element", "no-service", "unavailable", "service-error"):
         if case == kind or case.startswith(kind + "-"):
             return "client_" + kind.replace("-", "_")
     raise ValueError(case)
@@ -83,6 +84,10 @@ def test_client(results, client, case, args, exit_code, stdout):
     if case == "no-service":
         status, _, message = r.stdout.partition(b"\n")
         assert status == b"NO_SERVICE" and message, why
+    elif case == "unavailable":
+        # A configured service given up: every SDK names the status 13.
+        status, _, message = r.stdout.partition(b"\n")
+        assert status == b"UNAVAILABLE" and b"given up" in message, why
     elif case.startswith("service-error-"):
         status, _, message = r.stdout.partition(b"\n")
         assert status == b"SERVICE_ERROR" and message, why
