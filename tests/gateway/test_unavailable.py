@@ -17,6 +17,7 @@ from gateway_client import request
 def gateway(built, tmp_path_factory):
     work = tmp_path_factory.mktemp("unavailable")
     port = free_port()
+    restarts = "restart_delay = 300\nmax_r = 5\nmax_t = 60"
     config = f"""
 [core]
 socket = "{work}/cumulo.sock"
@@ -28,7 +29,7 @@ internal = "http"
 [service.settings]
 port = {port}
 
-{python_service("/probe/", "restart_delay = 300\nmax_r = 5\nmax_t = 60")}
+{python_service("/probe/", restarts)}
 
 # A program that exits at once and may not restart: given up.
 [[service]]

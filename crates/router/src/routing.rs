@@ -789,7 +789,8 @@ impl Core {
         // A late answer is counted once: another shard's TIMEOUT for a
         // request timed out here too is not an answer (that shard counts the
         // service's answer if it comes late there).
-        let counts_late = !matches!(inst.endpoint, Endpoint::Shard(_)) || r.status != Status::Timeout.code();
+        let shard_timeout = matches!(inst.endpoint, Endpoint::Shard(_)) && r.status == Status::Timeout.code();
+        let counts_late = !shard_timeout;
         let Some(i) = inst.delivered.iter().position(|t| *t == r.trans_id) else {
             self.stats.late += counts_late as u64;
             return; // late (timed out) or unknown: nobody waits for it
@@ -799,6 +800,11 @@ impl Core {
             Some(f) => {
                 self.stats.responses += 1;
                 let status = cumulo_proto::Status::from_code(r.status);
+                // Another shard's TIMEOUT for a request that entered here:
+                // counted here, where the sender is answered (`expire`).
+                if shard_timeout {
+                    self.stats.timeouts += 1;
+                }
                 inst.metrics.answered(status, now.saturating_duration_since(f.accepted).as_micros() as u64);
                 self.respond(f.sender, &r.trans_id, status, r.response_info, r.response);
             }

@@ -555,11 +555,11 @@ impl Core {
     /// Called from `expire_due`, which has read the clock for the batch.
     fn expire(&mut self, tid: TransId) {
         let Some(f) = self.inflight.remove(&tid) else { return };
-        // A request delivered to another shard times out there too, and is
-        // counted there, by the shard of the instance it waited for: one
-        // timeout per request however many shards it crossed.
-        let delivered_to_shard = matches!(f.held, Held::No)
-            && self.instances.get(&f.dest).is_some_and(|i| matches!(i.endpoint, Endpoint::Shard(_)));
+        // A timeout is counted once, by the shard the request entered the
+        // core at, which answers its sender: here when another shard's
+        // request times out, that shard counts it (by its own timer, or as it
+        // passes on the TIMEOUT sent from here: `ret`).
+        let from_shard = self.instances.get(&f.sender).is_some_and(|i| matches!(i.endpoint, Endpoint::Shard(_)));
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.
         self.unhold(f.held, f.dest);
@@ -572,7 +572,7 @@ impl Core {
             );
             return self.respond(f.sender, &tid, Status::Unavailable, b"", msg.as_bytes());
         }
-        if !delivered_to_shard {
+        if !from_shard {
             self.stats.timeouts += 1;
         }
         if let Some(i) = self.instances.get(&f.dest) {
