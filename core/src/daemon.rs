@@ -75,8 +75,18 @@ pub(crate) fn limits(cfg: &Config) -> Limits {
         keepalive: Duration::from_millis(cfg.core.keepalive as u64),
         max_connections: cfg.core.max_connections,
         allow_unmanaged: cfg.core.allow_unmanaged,
+        tcp_anonymous: cfg.core.tcp_anonymous,
+        unix_anonymous: cfg.core.unix_anonymous,
         spread_instances: cfg.core.spread_instances,
     }
+}
+
+/// One shard's core: its limits, the options of unmanaged instances and
+/// the `[[client]]`s it admits by token.
+pub(crate) fn new_core(cfg: &Config) -> Shared {
+    let mut core = Core::new(limits(cfg), cfg.core.unmanaged.clone());
+    core.set_clients(Rc::new(cumulo_router::Clients::new(&cfg.clients, &cfg.core.unmanaged)));
+    Rc::new(RefCell::new(core))
 }
 
 /// Shard 0 (the only one with `core.threads` = 1): the listeners, the
@@ -84,7 +94,7 @@ pub(crate) fn limits(cfg: &Config) -> Limits {
 async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<Stats> {
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
-    let core: Shared = Rc::new(RefCell::new(Core::new(limits(&cfg), cfg.core.unmanaged.clone())));
+    let core = new_core(&cfg);
     let shards = shard.map(|ends| Rc::new(crate::shards::attach(&core, ends)));
     raise_open_files_limit(cfg.core.max_connections);
 
@@ -108,6 +118,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     if let Some(links) = &shards {
         supervisor.set_shards(links.clone());
     }
+    supervisor.set_acl_groups(cfg.acl.clone());
     tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
     // Internal services of the config file are tried once before anything
     // starts, so that one that cannot start (its port taken, its log file

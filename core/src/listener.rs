@@ -9,7 +9,7 @@ use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFI
 use cumulo_router::CloseReason;
 use cumulo_router::InstanceId;
 use cumulo_router::{Accepted, Shared, HUNG_AFTER_ROUNDS};
-use cumulo_router::{Endpoint, Outbox};
+use cumulo_router::{Endpoint, Outbox, Via};
 use cumulo_sys::Throttle;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
@@ -64,7 +64,7 @@ pub async fn serve_unix(core: Shared, listener: UnixListener) {
                     Some(pid) => format!("pid {pid}"),
                     None => "a local process".to_string(),
                 };
-                let peer = Peer { label, fd: Some(stream.as_raw_fd()) };
+                let peer = Peer { label, fd: Some(stream.as_raw_fd()), via: Via::Unix };
                 tokio::task::spawn_local(socket_connection(core.clone(), stream, peer));
             }
             Err(e) => accept_error(e, &mut warnings).await,
@@ -78,7 +78,7 @@ pub async fn serve_tcp(core: Shared, listener: TcpListener) {
         match listener.accept().await {
             Ok((stream, addr)) => {
                 let _ = stream.set_nodelay(true);
-                let peer = Peer { label: addr.to_string(), fd: Some(stream.as_raw_fd()) };
+                let peer = Peer { label: addr.to_string(), fd: Some(stream.as_raw_fd()), via: Via::Tcp };
                 tokio::task::spawn_local(socket_connection(core.clone(), stream, peer));
             }
             Err(e) => accept_error(e, &mut warnings).await,
@@ -128,6 +128,9 @@ async fn write_error<W: AsyncWrite + Unpin>(wr: &mut W, status: Status, message:
 pub struct Peer {
     pub label: String,
     pub fd: Option<RawFd>,
+    /// The listener it came through (an in-memory stream counts as the
+    /// Unix socket: it is this process's own).
+    pub via: Via,
 }
 
 /// Serves one instance connection from handshake to close. Any byte
@@ -138,7 +141,7 @@ where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,
 {
-    connection_from(core, rd, wr, Peer { label: "an in-memory peer".into(), fd: None }).await
+    connection_from(core, rd, wr, Peer { label: "an in-memory peer".into(), fd: None, via: Via::Unix }).await
 }
 
 /// A connection refused before it became an instance: the ERROR it gets.
@@ -265,7 +268,7 @@ where
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     let outbox = Outbox::new(max_outbox);
     let admitted = match read_hello(core, rd, &mut rb).await {
-        Ok(total) => admit(core, &rb.buf[LEN_PREFIX..total], &outbox, max_frame, peer.fd, movable).map(|a| (a, total)),
+        Ok(total) => admit(core, &rb.buf[LEN_PREFIX..total], &outbox, max_frame, peer, movable).map(|a| (a, total)),
         Err(r) => Err(r),
     };
     drop(handshaking);
@@ -442,9 +445,10 @@ fn admit(
     frame: &[u8],
     outbox: &Rc<Outbox>,
     max_frame: u32,
-    fd: Option<RawFd>,
+    peer: &Peer,
     movable: bool,
 ) -> Result<Accepted, Option<Refusal>> {
+    let fd = peer.fd;
     let h = match decode(frame) {
         Ok(Frame::Hello(h)) => h,
         Ok(other) => {
@@ -462,7 +466,7 @@ fn admit(
     }
     let mut c = core.borrow_mut();
     let a = c
-        .admit_on_a_shard(h.token, h.prefix, h.thread_index, h.window, Endpoint::Socket(outbox.clone()), movable)
+        .admit_on_a_shard(&h, Endpoint::Socket(outbox.clone()), movable, peer.via)
         .map_err(|e| Some(Refusal::new(e.status, e.why)))?;
     if a.shard != c.shard().index {
         return Ok(a); // its WELCOME is written by the shard that serves it

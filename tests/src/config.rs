@@ -120,6 +120,8 @@ pub struct Config {
     admin: Vec<String>,
     cluster: Vec<String>,
     pub services: Vec<Service>,
+    /// Tables written as they are, after the services (`[acl]`, `[[client]]`).
+    tables: Vec<String>,
 }
 
 impl Config {
@@ -158,6 +160,12 @@ impl Config {
         self
     }
 
+    /// TOML tables added as written (`[acl]`, `[[client]]`, ...).
+    pub fn table(mut self, toml: &str) -> Config {
+        self.tables.push(toml.to_string());
+        self
+    }
+
     pub fn service(mut self, s: Service) -> Config {
         self.services.push(s);
         self
@@ -192,6 +200,11 @@ impl Config {
         }
         for s in &self.services {
             t.push_str(&s.to_toml());
+        }
+        for table in &self.tables {
+            t.push('\n');
+            t.push_str(table);
+            t.push('\n');
         }
         t
     }

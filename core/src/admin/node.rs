@@ -82,7 +82,7 @@ pub async fn status(ctx: &AdminContext) -> Answer {
                 "timeouts": st.timeouts, "no_service": st.no_service,
                 "unavailable": st.unavailable, "queue_full": st.queue_full,
                 "crashed": st.crashed, "late": st.late, "protocol_errors": st.protocol_errors,
-                "slow_consumers": st.slow_consumers,
+                "slow_consumers": st.slow_consumers, "unauthorized": st.unauthorized, "denied": st.denied,
             },
             "threads": core.shard().count,
             "shards": views::per_shard(&reports),

@@ -145,6 +145,19 @@ pub async fn render(ctx: &AdminContext) -> String {
         st.unavailable,
     );
     global(
+        "cumulo_unauthorized_total",
+        "counter",
+        "Connections refused at HELLO for their token or the prefix they claimed (docs/SECURITY.md).",
+        st.unauthorized,
+    );
+    global(
+        "cumulo_denied_total",
+        "counter",
+        "Sends refused by the sender's dest_list_allow / dest_list_deny, and subscriptions refused to an instance \
+         without a token under a service's prefix.",
+        st.denied,
+    );
+    global(
         "cumulo_late_responses_total",
         "counter",
         "Answers that arrived after their request had timed out.",

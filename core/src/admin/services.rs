@@ -36,8 +36,9 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
     // (invalid_json), apart from a service that fails validation.
     serde_json::from_slice::<serde::de::IgnoredAny>(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
-    let services = cumulo_config::services_from_json(body, &crate::internal::settings::CATALOGUE)
-        .map_err(|(field, reason)| ApiError::invalid(field, reason))?;
+    let services =
+        cumulo_config::services_from_json(body, &crate::internal::settings::CATALOGUE, ctx.supervisor.acl_groups())
+            .map_err(|(field, reason)| ApiError::invalid(field, reason))?;
     let added: Vec<Value> = services
         .into_iter()
         .map(|s| {

@@ -11,8 +11,8 @@ use crate::internal::InternalApi;
 use cumulo_config::Config;
 use cumulo_router::InstanceId;
 use cumulo_router::ServiceMetrics;
+use cumulo_router::Shared;
 use cumulo_router::Stats;
-use cumulo_router::{Core, Shared};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -36,7 +36,7 @@ pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle
 
 async fn serve(cfg: Config, ends: Ends) -> Stats {
     let index = ends.index;
-    let core: Shared = Rc::new(RefCell::new(Core::new(crate::daemon::limits(&cfg), cfg.core.unmanaged.clone())));
+    let core = crate::daemon::new_core(&cfg);
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
     tokio::task::spawn_local(keepalive(core.clone()));

@@ -49,6 +49,9 @@ pub struct Supervisor {
     all_stopped: Notify,
     /// The other shards (`core.threads` > 1): HTTP gateways run on each.
     shards: std::cell::OnceCell<Rc<crate::shards::Links>>,
+    /// The config's `[acl]` groups: services added through the admin API
+    /// may name them in their dest_list_allow / dest_list_deny.
+    acl_groups: std::cell::OnceCell<cumulo_config::AclGroups>,
 }
 
 impl Supervisor {
@@ -63,7 +66,18 @@ impl Supervisor {
             running: Cell::new(0),
             all_stopped: Notify::new(),
             shards: std::cell::OnceCell::new(),
+            acl_groups: std::cell::OnceCell::new(),
         })
+    }
+
+    /// The config's `[acl]` groups (set once, at start).
+    pub fn set_acl_groups(&self, groups: cumulo_config::AclGroups) {
+        let _ = self.acl_groups.set(groups);
+    }
+
+    pub fn acl_groups(&self) -> &cumulo_config::AclGroups {
+        static NONE: cumulo_config::AclGroups = cumulo_config::AclGroups::new();
+        self.acl_groups.get().unwrap_or(&NONE)
     }
 
     /// Lets the supervisor run HTTP gateways on the other shards too.

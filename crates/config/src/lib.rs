@@ -5,6 +5,12 @@
 //! and the reason.
 
 pub mod cluster;
+mod trust;
+
+pub use trust::{
+    check_token, expand as expand_acl, read_token_file, AclGroups, Anonymous, ClientConfig, MAX_ACL_PATTERNS,
+    MAX_CLIENTS,
+};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -160,6 +166,10 @@ pub struct CoreConfig {
     pub hello_timeout: u32,
     pub keepalive: u32,
     pub allow_unmanaged: bool,
+    /// What an instance without a token may do over the TCP listener.
+    pub tcp_anonymous: Anonymous,
+    /// What an instance without a token may do over the Unix socket.
+    pub unix_anonymous: Anonymous,
     /// Options applied to unmanaged instances (tools, tests, benchmarks).
     pub unmanaged: ServiceOptions,
     /// Threads the core routes on (shards): 1 is a single
@@ -192,6 +202,8 @@ impl Default for CoreConfig {
             hello_timeout: DEFAULT_HELLO_TIMEOUT_MS,
             keepalive: DEFAULT_KEEPALIVE_MS,
             allow_unmanaged: true,
+            tcp_anonymous: Anonymous::Refuse,
+            unix_anonymous: Anonymous::Any,
             unmanaged: ServiceOptions::default(),
             threads: default_threads(),
             spread_instances: true,
@@ -291,6 +303,11 @@ pub struct ServiceOptions {
     /// Bytes its queue may hold (CloudI's queue_size, there in kB).
     pub queue_size: u32,
     pub max_window: u32,
+    /// The names it may send to (patterns; `[acl]` groups are expanded at
+    /// load); none: any name (CloudI's dest_list_allow).
+    pub dest_list_allow: Option<Vec<String>>,
+    /// The names it may not send to; checked first (CloudI's dest_list_deny).
+    pub dest_list_deny: Vec<String>,
 }
 
 impl Default for ServiceOptions {
@@ -305,6 +322,8 @@ impl Default for ServiceOptions {
             queue_limit: DEFAULT_QUEUE_LIMIT,
             queue_size: DEFAULT_QUEUE_SIZE,
             max_window: MAX_WINDOW,
+            dest_list_allow: None,
+            dest_list_deny: Vec::new(),
         }
     }
 }
@@ -382,6 +401,10 @@ pub struct ServiceConfig {
     pub queue_limit: u32,
     pub queue_size: u32,
     pub max_window: u32,
+    /// Names its instances may send to: patterns or `[acl]` groups.
+    pub dest_list_allow: Option<Vec<String>>,
+    /// Names its instances may not send to: patterns or `[acl]` groups.
+    pub dest_list_deny: Vec<String>,
     /// Settings of an internal service (each documents its own).
     pub settings: toml::Table,
 }
@@ -411,6 +434,8 @@ impl Default for ServiceConfig {
             queue_limit: o.queue_limit,
             queue_size: o.queue_size,
             max_window: o.max_window,
+            dest_list_allow: None,
+            dest_list_deny: Vec::new(),
             settings: toml::Table::new(),
         }
     }
@@ -428,6 +453,8 @@ impl ServiceConfig {
             queue_limit: self.queue_limit,
             queue_size: self.queue_size,
             max_window: self.max_window,
+            dest_list_allow: self.dest_list_allow.clone(),
+            dest_list_deny: self.dest_list_deny.clone(),
         }
     }
 }
@@ -444,6 +471,12 @@ pub struct Config {
     /// Nodes of one cloud over NATS (docs/CLUSTER.md); none: a single node.
     #[serde(default)]
     pub cluster: Option<cluster::ClusterConfig>,
+    /// Named groups of patterns for `dest_list_allow` / `dest_list_deny`.
+    #[serde(default)]
+    pub acl: AclGroups,
+    /// Unmanaged programs admitted by token (docs/SECURITY.md).
+    #[serde(default, rename = "client")]
+    pub clients: Vec<ClientConfig>,
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -494,6 +527,7 @@ impl Config {
             c.resolve_paths(&cfg.base_dir);
         }
         cfg.validate(catalogue).map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
+        cfg.resolve_trust().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
         Ok(cfg)
     }
 
@@ -551,6 +585,24 @@ impl Config {
         Ok(())
     }
 
+    /// Reads the clients' token files and expands every `[acl]` group
+    /// named in a `dest_list_allow` / `dest_list_deny` into its patterns.
+    fn resolve_trust(&mut self) -> Result<(), (String, String)> {
+        trust::check_groups(&self.acl)?;
+        let groups = &self.acl;
+        expand_lists(
+            "core.unmanaged",
+            &mut self.core.unmanaged.dest_list_allow,
+            &mut self.core.unmanaged.dest_list_deny,
+            groups,
+        )?;
+        for (i, s) in self.services.iter_mut().enumerate() {
+            let at = format!("service[{i}] ({})", s.prefix);
+            expand_lists(&at, &mut s.dest_list_allow, &mut s.dest_list_deny, groups)?;
+        }
+        trust::resolve_clients(&mut self.clients, groups, &self.base_dir)
+    }
+
     /// The limits on names and patterns (`[core] max_name`, ...).
     pub fn name_limits(&self) -> cumulo_pattern::NameLimits {
         cumulo_pattern::NameLimits {
@@ -569,10 +621,30 @@ impl Config {
     }
 }
 
+/// Expands the groups of one service's lists in place.
+fn expand_lists(
+    at: &str,
+    allow: &mut Option<Vec<String>>,
+    deny: &mut Vec<String>,
+    groups: &AclGroups,
+) -> Result<(), (String, String)> {
+    if let Some(a) = allow {
+        *a = trust::expand(a, groups).map_err(|why| (format!("{at}.dest_list_allow"), why))?;
+    }
+    *deny = trust::expand(deny, groups).map_err(|why| (format!("{at}.dest_list_deny"), why))?;
+    Ok(())
+}
+
 /// Services given as JSON (the body of `POST /v1/services`): one object or a
 /// list of them, each with the keys of a `[[service]]` table, checked exactly
 /// as the config file's are. Errors name the field ("service[1] (/a/).max_t").
-pub fn services_from_json(body: &[u8], catalogue: &Catalogue) -> Result<Vec<ServiceConfig>, (String, String)> {
+/// Their `dest_list_allow` / `dest_list_deny` may name the running
+/// config's `[acl]` groups (`groups`).
+pub fn services_from_json(
+    body: &[u8],
+    catalogue: &Catalogue,
+    groups: &AclGroups,
+) -> Result<Vec<ServiceConfig>, (String, String)> {
     use serde_json::Value;
     let v: Value = serde_json::from_slice(body).map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
     let items = match v {
@@ -585,8 +657,11 @@ pub fn services_from_json(body: &[u8], catalogue: &Catalogue) -> Result<Vec<Serv
     }
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let s: ServiceConfig = serde_json::from_value(item).map_err(|e| (format!("service[{i}]"), e.to_string()))?;
-        validate_service(&format!("service[{i}] ({})", s.prefix), &s, catalogue)?;
+        let mut s: ServiceConfig =
+            serde_json::from_value(item).map_err(|e| (format!("service[{i}]"), e.to_string()))?;
+        let at = format!("service[{i}] ({})", s.prefix);
+        validate_service(&at, &s, catalogue)?;
+        expand_lists(&at, &mut s.dest_list_allow, &mut s.dest_list_deny, groups)?;
         out.push(s);
     }
     Ok(out)

@@ -21,7 +21,7 @@ fn parse(text: &str) -> Result<Config, ConfigError> {
 }
 
 fn services_from_json(body: &[u8]) -> Result<Vec<ServiceConfig>, (String, String)> {
-    super::services_from_json(body, &CATALOGUE)
+    super::services_from_json(body, &CATALOGUE, &Default::default())
 }
 
 #[test]
@@ -343,4 +343,72 @@ fn a_service_that_needs_a_cluster_is_refused_without_one() {
     let with = format!("{text}\n[cluster]\nservers = [\"nats://127.0.0.1:4222\"]");
     assert!(parse(&with).is_ok());
     assert!(parse("[[service]]\nprefix = \"/q/\"\ninternal = \"queue\"").is_ok());
+}
+
+#[test]
+fn acl_groups_expand_into_each_list() {
+    let cfg = parse(
+        r#"
+        [acl]
+        stores = ["/db/*", "caches"]
+        caches = ["/cache/*", "/db/*"]
+        [[service]]
+        prefix = "/a/"
+        path = "x"
+        dest_list_allow = ["stores", "/public/*"]
+        dest_list_deny = ["/db/admin/*"]
+        [core.unmanaged]
+        dest_list_deny = ["caches"]
+        "#,
+    )
+    .unwrap();
+    let s = &cfg.services[0];
+    assert_eq!(s.dest_list_allow.as_deref().unwrap(), ["/db/*", "/cache/*", "/public/*"], "in order, once each");
+    assert_eq!(s.options().dest_list_deny, ["/db/admin/*"]);
+    assert_eq!(cfg.core.unmanaged.dest_list_deny, ["/cache/*", "/db/*"]);
+    assert_eq!(cfg.core.tcp_anonymous, Anonymous::Refuse);
+    assert_eq!(cfg.core.unix_anonymous, Anonymous::Any);
+}
+
+#[test]
+fn bad_acl_entries_are_refused_with_their_field() {
+    let refused = |text: &str| {
+        let e = parse(text).unwrap_err();
+        (e.field, e.reason)
+    };
+    let (f, r) = refused("[[service]]\nprefix = \"/a/\"\npath = \"x\"\ndest_list_allow = [\"nosuch\"]\n");
+    assert_eq!(f, "service[0] (/a/).dest_list_allow");
+    assert!(r.contains("neither a pattern") && r.contains("known: none"), "{r}");
+    let (f, r) = refused("[acl]\na = [\"b\"]\nb = [\"a\"]\n");
+    assert_eq!(f, "acl.a");
+    assert!(r.contains("nested more than"), "{r}");
+    let (f, _) = refused("[acl]\na = [\"/x/**\"]\n");
+    assert_eq!(f, "acl.a");
+}
+
+#[test]
+fn clients_need_a_name_a_token_and_prefixes() {
+    let client = |body: &str| parse(&format!("[[client]]\n{body}\n"));
+    let ok = client("name = \"t\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"/t/\"]\ndest_list_allow = [\"/e/*\"]");
+    let cfg = ok.unwrap();
+    assert_eq!(cfg.clients[0].secret(), "0123456789abcdef");
+    for (body, field, why) in [
+        ("name = \"t\"\nprefixes = [\"/t/\"]", "client[0] (t).token", "give token or token_file"),
+        ("name = \"t\"\ntoken = \"short\"\nprefixes = [\"/t/\"]", "client[0] (t).token", "at least 16 bytes"),
+        ("name = \"t\"\ntoken = \"0123456789abcdef\"", "client[0] (t).prefixes", "at least one prefix"),
+        ("name = \"t\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"t/\"]", "client[0] (t).prefixes", "start and end"),
+        ("name = \"a b\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"/t/\"]", "client[0] (a b).name", "letters"),
+        (
+            "name = \"t\"\ntoken_file = \"/nonexistent/t.token\"\nprefixes = [\"/t/\"]",
+            "client[0] (t).token_file",
+            "cannot read",
+        ),
+    ] {
+        let e = client(body).unwrap_err();
+        assert_eq!(e.field, field, "{body}");
+        assert!(e.reason.contains(why), "{body}: {}", e.reason);
+    }
+    let two = "[[client]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"/t/\"]\n\
+               [[client]]\nname = \"b\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"/u/\"]\n";
+    assert!(parse(two).unwrap_err().reason.contains("same token"));
 }

@@ -186,6 +186,13 @@ impl Availability {
         }
     }
 
+    /// The prefix of a configured service that `pattern` could take names
+    /// of (`trust::overlaps_prefix`), if any.
+    pub(crate) fn service_under(&self, pattern: &str) -> Option<Box<str>> {
+        let table = self.0.read().unwrap_or_else(|e| e.into_inner());
+        table.iter().find(|s| crate::trust::overlaps_prefix(pattern, &s.prefix)).map(|s| s.prefix.clone())
+    }
+
     /// The verdict for `name`, which nothing subscribes, by the service
     /// with the longest prefix that covers it.
     pub(crate) fn verdict(&self, name: &str) -> Verdict {

@@ -315,6 +315,11 @@ pub struct Instance {
     /// answer it with an open file to stream instead of the bytes
     /// (internal/filesystem/stream.rs).
     pub takes_file_handles: bool,
+    /// Its send rules (dest_list_allow / dest_list_deny); none: it may send
+    /// to any name.
+    pub(crate) acl: Option<Box<crate::trust::Acl>>,
+    /// May subscribe no pattern under a configured service's prefix.
+    pub(crate) outside_services: bool,
 }
 
 /// Who an instance is, as it is admitted: the rest of `Instance` starts
@@ -326,12 +331,17 @@ pub struct Identity {
     pub options: Rc<ServiceOptions>,
     pub metrics: Rc<ServiceMetrics>,
     pub window: u32,
+    /// An instance without a token held outside the configured services'
+    /// prefixes (`core.*_anonymous = "outside_services"`).
+    pub outside_services: bool,
 }
 
 impl Instance {
     pub fn new(id: InstanceId, who: Identity, endpoint: Endpoint) -> Instance {
-        let Identity { prefix, label, origin, options, metrics, window } = who;
+        let Identity { prefix, label, origin, options, metrics, window, outside_services } = who;
         Instance {
+            acl: crate::trust::Acl::of(&options),
+            outside_services,
             id,
             prefix,
             label,

@@ -18,7 +18,9 @@
 //! - `remote`: requests that arrive through a pseudo-instance;
 //! - `rules`: CloudI's routing rules for CloudI-protocol senders;
 //! - `availability`: what a request for a name nothing subscribes gets,
-//!   by the state of the configured service that covers it.
+//!   by the state of the configured service that covers it;
+//! - `trust`: named clients, send rules (dest_list_allow / deny) and what
+//!   an instance without a token may claim.
 //!
 //! No HTTP, NATS or WebSocket library reaches this crate: its manifest and
 //! `core/tests/architecture.rs` say so.
@@ -40,6 +42,7 @@ mod state;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 mod timeouts;
+mod trust;
 
 pub use availability::{Availability, ServiceLive, SlotPhase};
 pub use close_reason::CloseReason;
@@ -51,3 +54,4 @@ pub use remote::accept_remote;
 pub use state::{Accepted, Core, Limits, ProcessSlot, ShardIndex, Shared, HUNG_AFTER_ROUNDS};
 /// Timer entries allowed beyond twice the requests in flight (see `timeouts`).
 pub use timeouts::SLACK as TIMER_SLACK;
+pub use trust::{Clients, Via};

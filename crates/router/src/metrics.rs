@@ -28,15 +28,20 @@ pub struct Stats {
     pub protocol_errors: u64,
     /// Connections closed because they did not read their frames.
     pub slow_consumers: u64,
+    /// HELLOs refused for their token, or for a prefix they may not claim.
+    pub unauthorized: u64,
+    /// Sends and subscriptions refused by the sender's rules
+    /// (dest_list_allow / dest_list_deny, core.*_anonymous).
+    pub denied: u64,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "requests {}, responses {}, forwards {}, timeouts {}, no_service {}, unavailable {}, queue_full {}, crashed {}, late {}, protocol_errors {}, slow_consumers {}",
+            "requests {}, responses {}, forwards {}, timeouts {}, no_service {}, unavailable {}, queue_full {}, crashed {}, late {}, protocol_errors {}, slow_consumers {}, unauthorized {}, denied {}",
             self.requests, self.responses, self.forwards, self.timeouts, self.no_service, self.unavailable, self.queue_full,
-            self.crashed, self.late, self.protocol_errors, self.slow_consumers
+            self.crashed, self.late, self.protocol_errors, self.slow_consumers, self.unauthorized, self.denied
         )
     }
 }
@@ -228,6 +233,8 @@ impl Stats {
         self.timeouts += o.timeouts;
         self.no_service += o.no_service;
         self.unavailable += o.unavailable;
+        self.unauthorized += o.unauthorized;
+        self.denied += o.denied;
         self.queue_full += o.queue_full;
         self.crashed += o.crashed;
         self.late += o.late;

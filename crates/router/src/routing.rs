@@ -411,6 +411,18 @@ impl Core {
             ));
         }
         let full = self.full_pattern(id, pattern)?;
+        if self.instances.get(&id).is_some_and(|i| i.outside_services) {
+            if let Some(service) = self.availability.service_under(&full) {
+                self.stats.denied += 1;
+                return Err(RouteError::new(
+                    Status::Unauthorized,
+                    format!(
+                        "'{full}' could take requests of the service at '{service}': an instance without a token \
+                         may not subscribe it here (core.*_anonymous = \"outside_services\")"
+                    ),
+                ));
+            }
+        }
         // Another node's pseudo-instance holds that node's subscriptions,
         // bounded by cluster::members (MAX_REMOTE_SUBSCRIPTIONS) instead.
         let over = |i: &Instance| i.subscriptions.len() >= self.limits.max_subscriptions && !i.endpoint.is_pseudo();
@@ -484,6 +496,9 @@ impl Core {
         if let Err(why) = self.limits.names.check_name(s.name) {
             return fail(self, Status::InvalidArgument, why);
         }
+        if let Some(why) = self.refused_by_acl(id, s.name) {
+            return fail(self, Status::Unauthorized, why);
+        }
         if self.shutting_down {
             return fail(self, Status::ShuttingDown, "the core is shutting down".into());
         }
@@ -511,6 +526,15 @@ impl Core {
             avoid: 0,
         };
         self.route(&route, false, timeout);
+    }
+
+    /// Why the sender's rules (dest_list_allow / dest_list_deny) refuse it
+    /// `name`, counted; None when they allow it or it has none (one branch).
+    #[inline]
+    fn refused_by_acl(&mut self, id: InstanceId, name: &str) -> Option<String> {
+        let why = self.instances.get(&id)?.acl.as_ref()?.check(name).err()?;
+        self.stats.denied += 1;
+        Some(why)
     }
 
     /// Routes a new request (`rerouted` false) or one already in flight
@@ -856,8 +880,11 @@ impl Core {
         }
         self.stats.forwards += 1;
         match self.limits.names.check_name(s.name) {
-            Ok(()) => self.route(&route, true, timeout),
             Err(why) => self.fail(&route, true, Status::InvalidArgument, why),
+            Ok(()) => match self.refused_by_acl(id, s.name) {
+                Some(why) => self.fail(&route, true, Status::Unauthorized, why),
+                None => self.route(&route, true, timeout),
+            },
         }
         self.pump(id);
     }
@@ -880,6 +907,10 @@ impl Core {
             // One copy, failed at once: the sender learns why.
             let tid = self.ids.next();
             return (vec![tid], vec![(tid, Status::InvalidArgument, why)]);
+        }
+        if let Some(why) = self.refused_by_acl(id, s.name) {
+            let tid = self.ids.next();
+            return (vec![tid], vec![(tid, Status::Unauthorized, why)]);
         }
         let node = self.limits.node_id;
         // CloudI's list has one entry per subscription already.

@@ -8,9 +8,10 @@ use crate::held::{Held, Holds};
 use crate::instance::{Endpoint, Identity, Instance, Origin, OwnedRequest, ServiceId};
 use crate::metrics::{ServiceMetrics, Stats};
 use crate::registry::{InstanceId, Registry};
+use crate::trust::{Clients, Via};
 use crate::RouteError;
 use ahash::AHashMap;
-use cumulo_config::{ServiceOptions, MAX_WINDOW};
+use cumulo_config::{Anonymous, ServiceOptions, MAX_WINDOW};
 use cumulo_proto::{Status, TransId, TransIdGen};
 use cumulo_sys::Throttle;
 use std::cell::RefCell;
@@ -49,6 +50,9 @@ pub struct Limits {
     pub keepalive: Duration,
     pub max_connections: u32,
     pub allow_unmanaged: bool,
+    /// What an instance without a token may do, per listener.
+    pub tcp_anonymous: cumulo_config::Anonymous,
+    pub unix_anonymous: cumulo_config::Anonymous,
     /// `core.spread_instances`: managed service connections are handed to
     /// the shards (with more than one).
     pub spread_instances: bool,
@@ -100,6 +104,8 @@ pub struct Core {
     pub(crate) limits: Limits,
     pub(crate) unmanaged_options: Rc<ServiceOptions>,
     pub(crate) unmanaged_metrics: Rc<ServiceMetrics>,
+    /// The `[[client]]`s of the config, admitted by token.
+    clients: Rc<Clients>,
     pub(crate) instances: AHashMap<InstanceId, Instance>,
     next_instance: InstanceId,
     pub(crate) registry: Registry,
@@ -196,6 +202,7 @@ impl Core {
             limits,
             unmanaged_options: Rc::new(unmanaged_options),
             unmanaged_metrics: Rc::default(),
+            clients: Rc::default(),
             instances: AHashMap::new(),
             next_instance: 1,
             registry: Registry::default(),
@@ -276,22 +283,22 @@ impl Core {
         window: u32,
         endpoint: Endpoint,
     ) -> Result<Accepted, RouteError> {
-        self.admit_on_a_shard(token, prefix, thread_index, window, endpoint, false)
+        let hello = cumulo_proto::Hello { version: cumulo_proto::VERSION, window, thread_index, token, prefix };
+        self.admit_on_a_shard(&hello, endpoint, false, Via::Unix)
     }
 
     /// As `admit`; with `movable` and more than one shard, the instance may
     /// be given to another shard (`Accepted::shard`): it is then recorded as
     /// served there (`handoff.shard_of`, the slot's `shards`) and the caller
-    /// hands its connection over.
+    /// hands its connection over. `via`: the listener it came through.
     pub fn admit_on_a_shard(
         &mut self,
-        token: &str,
-        prefix: &str,
-        thread_index: u32,
-        window: u32,
+        hello: &cumulo_proto::Hello<'_>,
         endpoint: Endpoint,
         movable: bool,
+        via: Via,
     ) -> Result<Accepted, RouteError> {
+        let (token, prefix, thread_index, window) = (hello.token, hello.prefix, hello.thread_index, hello.window);
         if self.shutting_down {
             return Err(RouteError::new(Status::ShuttingDown, "the core is shutting down"));
         }
@@ -301,14 +308,50 @@ impl Core {
                 format!("connection limit reached ({} instances, core.max_connections)", self.limits.max_connections),
             ));
         }
-        let id = self.new_id();
-        let (prefix, options, metrics, origin, label, pi, pc, tc, shard) = if token.is_empty() {
-            if !self.limits.allow_unmanaged {
-                return Err(RouteError::new(
-                    Status::Unauthorized,
-                    "unmanaged instances are refused (core.allow_unmanaged = false)",
-                ));
+        let clients = self.clients.clone();
+        let client = match token.is_empty() || self.processes.contains_key(token) {
+            true => None,
+            false => match clients.find(token) {
+                Some(c) => Some(c),
+                None => {
+                    self.stats.unauthorized += 1;
+                    return Err(RouteError::new(
+                        Status::Unauthorized,
+                        "unknown token: neither a process this core started nor a [[client]] of its config",
+                    ));
+                }
+            },
+        };
+        let mut outside_services = false;
+        if client.is_none() && token.is_empty() {
+            let rule = match via {
+                Via::Tcp => (self.limits.tcp_anonymous, "core.tcp_anonymous"),
+                Via::Unix => (self.limits.unix_anonymous, "core.unix_anonymous"),
+            };
+            let refused = match (self.limits.allow_unmanaged, rule.0) {
+                (false, _) => Some("unmanaged instances are refused (core.allow_unmanaged = false)".to_string()),
+                (true, Anonymous::Refuse) => Some(format!(
+                    "an instance without a token is refused here ({} = \"refuse\"): present a [[client]] token",
+                    rule.1
+                )),
+                (true, rule) => {
+                    outside_services = rule == Anonymous::OutsideServices;
+                    None
+                }
+            };
+            if let Some(why) = refused {
+                self.stats.unauthorized += 1;
+                return Err(RouteError::new(Status::Unauthorized, why));
             }
+        }
+        if let Some(c) = client.filter(|c| !c.may_claim(prefix)) {
+            self.stats.unauthorized += 1;
+            let why =
+                format!("client '{}' may not claim the prefix '{prefix}' (its prefixes: {})", c.name, c.prefixes());
+            return Err(RouteError::new(Status::Unauthorized, why));
+        }
+        let id = self.new_id();
+        let (prefix, options, metrics, origin, label, pi, pc, tc, shard) = if token.is_empty() || client.is_some() {
             if !prefix.starts_with('/') {
                 return Err(RouteError::new(
                     Status::InvalidArgument,
@@ -318,14 +361,18 @@ impl Core {
             if let Err(why) = cumulo_pattern::validate(prefix) {
                 return Err(RouteError::new(Status::InvalidArgument, why));
             }
-            let label = format!("unmanaged instance {id} ({prefix})");
+            let label = match client {
+                Some(c) => format!("client {} instance {id} ({prefix})", c.name),
+                None => format!("unmanaged instance {id} ({prefix})"),
+            };
             // Unmanaged instances (tools, tests, load generators) stay on
             // the shard that admitted them: their sender allowances, the
             // core's byte limits and the "unmanaged" metrics stay one count,
             // and a sender that goes away takes what it has waiting with it
             // (`held`), which another shard could not tell apart from the
             // rest of this shard's requests.
-            let (o, m) = (self.unmanaged_options.clone(), self.unmanaged_metrics.clone());
+            let o = client.map_or_else(|| self.unmanaged_options.clone(), |c| c.options.clone());
+            let m = self.unmanaged_metrics.clone();
             (Rc::from(prefix), o, m, None, label, 0, 1, 1, self.shard.index)
         } else {
             let Some(slot) = self.processes.get_mut(token) else {
@@ -392,7 +439,15 @@ impl Core {
         }
         tracing::debug!(instance = id, "{label} connected (window {window})");
         let a = accepted(label.clone(), origin.clone());
-        let who = Identity { prefix: prefix.clone(), label, origin, options: options.clone(), metrics, window };
+        let who = Identity {
+            prefix: prefix.clone(),
+            label,
+            origin,
+            options: options.clone(),
+            metrics,
+            window,
+            outside_services,
+        };
         self.instances.insert(id, Instance::new(id, who, endpoint));
         Ok(a)
     }
@@ -415,7 +470,8 @@ impl Core {
         tracing::debug!(instance = id, "{label} started");
         let origin = Some(Origin { service, process_index, token: Rc::from("") });
         let window = options.max_window;
-        let who = Identity { prefix: Rc::from(prefix), label, origin, options, metrics, window };
+        let who =
+            Identity { prefix: Rc::from(prefix), label, origin, options, metrics, window, outside_services: false };
         self.instances.insert(id, Instance::new(id, who, Endpoint::Internal(inbox)));
         Ok(id)
     }
@@ -452,7 +508,9 @@ impl Core {
         endpoint: Endpoint,
     ) -> InstanceId {
         let id = self.new_id();
-        let who = Identity { prefix: Rc::from(""), label, origin: None, window: options.max_window, options, metrics };
+        let window = options.max_window;
+        let who =
+            Identity { prefix: Rc::from(""), label, origin: None, window, options, metrics, outside_services: false };
         self.instances.insert(id, Instance::new(id, who, endpoint));
         self.pseudo_instances += 1;
         id
@@ -995,6 +1053,11 @@ impl Core {
     /// A trans_id for a request the core originates.
     pub fn next_trans_id(&mut self) -> TransId {
         self.ids.next()
+    }
+
+    /// The `[[client]]`s HELLOs may present a token of.
+    pub fn set_clients(&mut self, clients: Rc<Clients>) {
+        self.clients = clients;
     }
 
     /// The options unmanaged instances get (tests set their own).

@@ -19,6 +19,8 @@ pub fn small_limits() -> Limits {
         keepalive: Duration::from_secs(5),
         max_connections: 16,
         allow_unmanaged: true,
+        tcp_anonymous: cumulo_config::Anonymous::Any,
+        unix_anonymous: cumulo_config::Anonymous::Any,
         spread_instances: true,
     }
 }

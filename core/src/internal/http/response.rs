@@ -89,6 +89,8 @@ pub fn error_status(status: Status) -> StatusCode {
         Status::Timeout => StatusCode::GATEWAY_TIMEOUT,
         Status::ServiceError => StatusCode::INTERNAL_SERVER_ERROR,
         Status::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        // The gateway's own rules (its dest_list_allow / dest_list_deny).
+        Status::Unauthorized => StatusCode::FORBIDDEN,
         // CRASHED, and anything a service should not have answered with.
         _ => StatusCode::BAD_GATEWAY,
     }
@@ -109,6 +111,7 @@ fn from_error(status: Status, name: &str, message: &[u8], detail: ErrorDetail) -
         Status::TooLarge => {
             format!("payload too large: the request or answer for '{name}' is over a size limit: {message}\n")
         }
+        Status::Unauthorized => format!("forbidden: this gateway may not call '{name}'\n"),
         other => format!("bad gateway: '{name}' answered with status {}: {message}\n", other.name()),
     };
     let mut resp = errors::answer(detail, error_status(status), text);

@@ -147,6 +147,8 @@ impl Core {
             options: Rc::new(a.options.clone()),
             metrics,
             window: a.window,
+            // Only managed processes are handed over.
+            outside_services: false,
         };
         self.instances.insert(a.id, crate::instance::Instance::new(a.id, who, endpoint));
         tracing::debug!(instance = a.id, "{} connected on shard {} (window {})", a.label, self.shard.index, a.window);
