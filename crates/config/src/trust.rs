@@ -96,30 +96,51 @@ pub fn check_groups(groups: &AclGroups) -> Result<(), (String, String)> {
 /// Checks a list and returns it with every group replaced by its patterns
 /// (in order, duplicates dropped).
 pub fn expand(list: &[String], groups: &AclGroups) -> Result<Vec<String>, String> {
-    fn walk(e: &str, groups: &AclGroups, depth: usize, out: &mut Vec<String>) -> Result<(), String> {
-        if e.starts_with('/') {
-            if !out.iter().any(|p| p == e) {
-                out.push(e.to_string());
-            }
-            return Ok(());
-        }
-        if depth > MAX_GROUP_DEPTH {
-            return Err(format!("group '{e}' is nested more than {MAX_GROUP_DEPTH} deep (or names itself)"));
-        }
-        for inner in groups.get(e).into_iter().flatten() {
-            walk(inner, groups, depth + 1, out)?;
-        }
-        Ok(())
+    /// Each group is walked once per list (`done`): what it adds is
+    /// already in `out`, so the work is linear in the groups, whatever
+    /// they name; `path` holds the groups being walked, to name a cycle.
+    struct Walk<'a> {
+        groups: &'a AclGroups,
+        out: Vec<String>,
+        done: std::collections::BTreeSet<&'a str>,
+        path: Vec<&'a str>,
     }
-    let mut out = Vec::new();
+    impl<'a> Walk<'a> {
+        fn entry(&mut self, e: &'a str) -> Result<(), String> {
+            if e.starts_with('/') {
+                if !self.out.iter().any(|p| p == e) {
+                    self.out.push(e.to_string());
+                }
+                return Ok(());
+            }
+            if self.path.contains(&e) {
+                return Err(format!("group '{e}' names itself (through {})", self.path.join(" -> ")));
+            }
+            if self.path.len() >= MAX_GROUP_DEPTH {
+                return Err(format!("group '{e}' is nested more than {MAX_GROUP_DEPTH} deep"));
+            }
+            if !self.done.insert(e) {
+                return Ok(());
+            }
+            let Some(inner) = self.groups.get(e) else { return Ok(()) };
+            self.path.push(e);
+            for i in inner {
+                check_entry(i, self.groups).map_err(|why| format!("in group '{e}': {why}"))?;
+                self.entry(i)?;
+            }
+            self.path.pop();
+            Ok(())
+        }
+    }
+    let mut walk = Walk { groups, out: Vec::new(), done: Default::default(), path: Vec::new() };
     for e in list {
         check_entry(e, groups)?;
-        walk(e, groups, 0, &mut out)?;
+        walk.entry(e)?;
+        if walk.out.len() > MAX_ACL_PATTERNS {
+            return Err(format!("more than {MAX_ACL_PATTERNS} patterns once groups are expanded"));
+        }
     }
-    if out.len() > MAX_ACL_PATTERNS {
-        return Err(format!("{} patterns once groups are expanded; at most {MAX_ACL_PATTERNS}", out.len()));
-    }
-    Ok(out)
+    Ok(walk.out)
 }
 
 /// Reads a token file: private to its owner, one line, printable ASCII.
