@@ -401,7 +401,7 @@ pub fn status(a: &AdminArgs) -> Outcome {
         out.push_str("SHUTTING DOWN\n");
     }
     out += &format!(
-        "services:  {} ({})\ninstances: {} in {} processes, {} subscriptions\nrequests:  {} in flight, {} queued\ntotals:    {} requests, {} responses, {} timeouts, {} late, {} no_service, {} unavailable, {} queue_full, {} crashed\nlog level: {}\n",
+        "services:  {} ({})\ninstances: {} in {} processes, {} subscriptions\nrequests:  {} in flight, {} queued\ntotals:    {} requests, {} responses, {} timeouts, {} late, {} no_service, {} unavailable, {} queue_full, {} crashed\nrefused:   {} connections (unauthorized), {} sends and subscriptions (denied)\nlog level: {}\n",
         v["services"]["total"],
         if by_status.is_empty() { "none".to_string() } else { by_status.join(", ") },
         v["instances"],
@@ -410,6 +410,7 @@ pub fn status(a: &AdminArgs) -> Outcome {
         v["requests_in_flight"],
         v["requests_queued"],
         t["requests"], t["responses"], t["timeouts"], t["late"], t["no_service"], t["unavailable"], t["queue_full"], t["crashed"],
+        t["unauthorized"], t["denied"],
         v["log_level"].as_str().unwrap_or("?"),
     );
     Ok(out)

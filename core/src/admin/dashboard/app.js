@@ -487,7 +487,8 @@ async function poll() {
     const t = status.totals;
     $("#node").textContent = "node " + status.node_id + " · v" + status.version + " · up " + fmtAge(status.uptime_seconds);
     $("#summary").textContent = status.services.total + " services · " + status.processes + " processes · " + status.instances +
-      " instances · " + status.requests_in_flight + " in flight · " + t.timeouts + " timeouts · " + t.no_service + " no service";
+      " instances · " + status.requests_in_flight + " in flight · " + t.timeouts + " timeouts · " + t.no_service + " no service" +
+      (t.unauthorized || t.denied ? " · refused: " + t.unauthorized + " connections, " + t.denied + " sends" : "");
     const levelInput = $("#log-level");
     if (document.activeElement !== levelInput) levelInput.value = status.log_level;
     if (state.polls % NODES_EVERY === 0) renderNodes(await api("GET", "/v1/nodes"));
