@@ -95,6 +95,14 @@ impl Bitmaps {
         steps
     }
 
+    /// The least live position and how many are live (the live ones the
+    /// scan would need, one per run, are at most that many).
+    pub(super) fn lowest_and_count(&self, steps: &mut u64) -> (usize, usize) {
+        *steps += (self.hi + 1 - self.lo.min(self.hi + 1)) as u64;
+        let count = self.live[self.lo..=self.hi].iter().map(|w| w.count_ones() as usize).sum();
+        (self.lowest().unwrap_or(0), count)
+    }
+
     fn lowest(&self) -> Option<usize> {
         (self.lo..=self.hi).find(|&w| self.live[w] != 0).map(|w| w * 64 + self.live[w].trailing_zeros() as usize)
     }

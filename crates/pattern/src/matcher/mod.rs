@@ -173,17 +173,22 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 /// - otherwise every occurrence, overlapping ones included, through a KMP
 ///   scan (memchr has no overlapping search, hence the hand-written one),
 ///   keeping the first per run and skipping the rest of a run without
-///   reading it when that lies ahead of the scan;
-/// - but where that scan is slow, many live positions (a name of many short
-///   runs) and a block of at most 64 bytes, the set is a bitmap and the
-///   block is found with Shift-And, 64 positions per operation (`bits`).
+///   reading it when that lies ahead of the scan.
+///
+/// That scan reads the name once per wildcard, slowly where it finds a
+/// block in every run (a byte at a time); so each wildcard and its block
+/// take whichever of three ways costs less (`Matcher::way`): that scan; per
+/// live position, the block looked for in its run only (a `?` cannot
+/// leave it; a block with a `/` has one place to be); or Shift-And over a
+/// bitmap of the live positions, 64 per word operation (`bits`).
 ///
 /// Greedy leftmost alone is wrong after `?`: `*b?c` must match `xb/byc`,
 /// where the first `b` leads the `?` into a `/`.
 ///
 /// Each of the k wildcards costs at most one pass over the name plus the
-/// next block's length (KMP: twice the bytes scanned, plus the table), so
-/// the whole match is O(k x name + pattern), k being at most `max_wildcards`;
+/// next block's length (KMP: twice the bytes scanned, plus the table; the
+/// other ways are taken where they cost less), so the whole match is
+/// O(k x name + pattern), k being at most `max_wildcards`;
 /// `tests::steps_are_bounded_on_adversarial_inputs` holds it to
 /// `4 (k + 1)(name + 1) + 4 pattern`.
 pub fn matches_counted(pattern: &str, name: &str) -> (bool, u64) {
@@ -308,12 +313,16 @@ impl Matcher<'_> {
             }
             let last = len == after.len();
             let one_end = last || after[len] == b'*';
-            let keep_bits = self.force == Some(Way::Bitmap) || (wild == b'?' && len <= bits::MAX_BLOCK);
-            if in_bits && !keep_bits {
+            let way = if in_bits {
+                let (lowest, live) = self.maps.lowest_and_count(&mut self.steps);
+                self.way(wild, len, last, one_end, lowest, live)
+            } else {
+                self.way(wild, len, last, one_end, starts[0], starts.len())
+            };
+            if in_bits && way != Way::Bitmap {
                 starts = self.maps.starts(n, wild == b'*', &mut self.steps);
                 in_bits = false;
             }
-            let way = if in_bits { Way::Bitmap } else { self.way(wild, len, last, one_end, &starts) };
             if way == Way::Bitmap && !in_bits {
                 self.steps += self.maps.load(n, &starts, &mut self.setup);
                 in_bits = true;
@@ -363,15 +372,15 @@ impl Matcher<'_> {
         }
     }
 
-    /// The way for a wildcard from `starts` and the block of `len` bytes
-    /// after it, by what each would cost (about nanoseconds, measured on
-    /// names of 4 KiB):
-    /// - the scan: a pass over the name, a byte or two per nanosecond;
-    /// - per start: a look into each live position's run (a call, then the
-    ///   block compared or searched for 8 bytes or more at a time);
-    /// - the bitmap: a pass over its words per byte of the block, two words
-    ///   per nanosecond; for short blocks after many live positions only.
-    fn way(&self, wild: u8, len: usize, last: bool, one_end: bool, starts: &[usize]) -> Way {
+    /// The way for a wildcard from `live` positions (the least at
+    /// `lowest`) and the block of `len` bytes after it, by what each would
+    /// cost, in fifths of a nanosecond as measured on 4 KiB names:
+    /// - the scan: a pass over the name, twice its bytes, 0.6 ns each;
+    /// - per start: a look into each live position's run, 4 ns and the
+    ///   block compared 16 bytes a nanosecond;
+    /// - the bitmap: a pass over its words per byte of the block, 0.6 ns a
+    ///   word; for blocks of at most 64 bytes after several live positions.
+    fn way(&self, wild: u8, len: usize, last: bool, one_end: bool, lowest: usize, live: usize) -> Way {
         let n = self.n.len();
         match self.force {
             Some(Way::PerStart) if wild == b'?' && !last => return Way::PerStart,
@@ -380,16 +389,16 @@ impl Matcher<'_> {
             None => {}
         }
         if wild == b'*' {
-            let wide = !one_end && n - starts[0] >= WIDE && len <= bits::MAX_BLOCK;
+            let wide = !one_end && n - lowest >= WIDE && len <= bits::MAX_BLOCK;
             return if wide { Way::Bitmap } else { Way::Scan };
         }
         if last {
-            return Way::Scan;
+            // One more `?`, then a comparison at the name's end.
+            return if live >= MANY_STARTS { Way::Bitmap } else { Way::Scan };
         }
-        let scan = n;
-        let per_start = starts.len() * (8 + len / 8);
-        let bitmap =
-            if len <= bits::MAX_BLOCK && starts.len() >= MANY_STARTS { len * (n / 64 + 1) / 2 } else { usize::MAX };
+        let scan = 6 * n;
+        let per_start = live * (20 + len / 3);
+        let bitmap = if len <= bits::MAX_BLOCK && live >= MANY_STARTS { 3 * len * (n / 64 + 1) } else { usize::MAX };
         if bitmap < per_start.min(scan) {
             Way::Bitmap
         } else if per_start <= scan {
