@@ -11,9 +11,9 @@
 //! are built on first use and kept in [`Bitmaps`] across the patterns tried
 //! against one name, so that a lookup pays for them once.
 
-/// Longest block run through the bitmap; longer ones go to the scan, whose
-/// cost does not grow with the block (a block of m bytes costs m passes
-/// here).
+/// Longest block run through the bitmap (a block of m bytes costs m passes
+/// here); longer ones take the other ways, whose cost grows more slowly
+/// with the block.
 pub(super) const MAX_BLOCK: usize = 64;
 
 /// The bitmap of the name's positions holding byte `c` (`!c`: not

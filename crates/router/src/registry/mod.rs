@@ -5,9 +5,11 @@
 //! literal prefix (`prefix_index`): a lookup walks the name once along the
 //! index and tries only the patterns whose prefix starts the name, whose
 //! literal suffix ends it and which are not longer than it, most specific
-//! first, each in O(wildcards x name) (`pattern::matches`). A name's answer
-//! is cached until the set of wildcard patterns changes, so steady traffic
-//! costs one or two hash lookups per request whatever the number of patterns.
+//! first, each in O(wildcards x name) against the name prepared once per
+//! lookup (`pattern::Name`: the bitmaps its matcher makes of the name serve
+//! every candidate). A name's answer is cached until the set of wildcard
+//! patterns changes, so steady traffic costs one or two hash lookups per
+//! request whatever the number of patterns.
 
 use ahash::{AHashMap, AHashSet};
 use cumulo_pattern as pattern;
