@@ -12,6 +12,6 @@ mod prefix_index;
 pub use matcher::reference_matches;
 pub use matcher::{
     has_wildcard, literal_len, literal_prefix, literal_suffix, matches, matches_counted, validate, wildcard_count,
-    NameLimits, DEFAULT_MAX_NAME, DEFAULT_MAX_PATTERN, DEFAULT_MAX_WILDCARDS,
+    Name, NameLimits, DEFAULT_MAX_NAME, DEFAULT_MAX_PATTERN, DEFAULT_MAX_WILDCARDS,
 };
 pub use prefix_index::{PrefixIndex, Shape};

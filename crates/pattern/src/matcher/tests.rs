@@ -156,6 +156,55 @@ fn agrees_with_the_reference_on_random_inputs() {
     assert!(matched > 10_000, "the inputs match often enough to test both answers ({matched})");
 }
 
+/// Each way of matching (`Way`) taken at every step it can be, against
+/// the reference: small alphabets and names of many short runs, longer than a
+/// bitmap word so that carries cross words.
+#[test]
+fn every_way_agrees_with_the_reference() {
+    let mut rng = fastrand::Rng::with_seed(0xb175);
+    let mut matched = 0;
+    for round in 0..60_000 {
+        let alphabet: &[u8] = if round % 2 == 0 { b"ab/" } else { b"a/" };
+        let mut p = String::new();
+        for _ in 0..rng.usize(1..4) {
+            p.push_str(&random_pattern(&mut rng, alphabet));
+        }
+        if validate(&p).is_err() {
+            continue;
+        }
+        let n: String = if round % 3 == 0 {
+            p.chars()
+                .map(|c| match c {
+                    '*' | '?' => (0..rng.usize(1..80)).map(|_| alphabet[rng.usize(..alphabet.len())] as char).collect(),
+                    c => c.to_string(),
+                })
+                .collect()
+        } else {
+            let unit = random_name(&mut rng, alphabet);
+            unit.repeat(rng.usize(1..(1 + 300 / (unit.len() + 1))))
+        };
+        let want = reference_matches(&p, &n);
+        matched += want as u32;
+        for way in [Way::Scan, Way::PerStart, Way::Bitmap] {
+            assert_eq!(Name::forcing(&n, way).matches(&p), want, "{way:?}: pattern {p:?} name {n:?}");
+        }
+        assert_eq!(matches(&p, &n), want, "pattern {p:?} name {n:?}");
+    }
+    assert!(matched > 2_000, "the inputs match often enough to test both answers ({matched})");
+}
+
+#[test]
+fn one_prepared_name_answers_many_patterns() {
+    let name = format!("/{}b", "aaa/".repeat(100));
+    let mut prepared = Name::new(&name);
+    for p in ["/*aa/?aa/?b", "/*aa/?aa/?aa/*b", "/*a/?b", "/?/*", "/a*", "/*aa/?aa/?aa/?aa/?aa/?aa/?aa/?aa/?b"] {
+        assert_eq!(prepared.matches(p), reference_matches(p, &name), "{p}");
+        for way in [Way::Scan, Way::PerStart, Way::Bitmap] {
+            assert_eq!(Name::forcing(&name, way).matches(p), reference_matches(p, &name), "{way:?}: {p}");
+        }
+    }
+}
+
 /// The worst case of the old matcher was pattern x name steps; this one
 /// stays within `4 (k + 1)(name + 1) + 4 pattern` for k wildcards.
 fn bound(pattern: &str, name: &str) -> u64 {

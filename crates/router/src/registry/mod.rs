@@ -5,9 +5,11 @@
 //! literal prefix (`prefix_index`): a lookup walks the name once along the
 //! index and tries only the patterns whose prefix starts the name, whose
 //! literal suffix ends it and which are not longer than it, most specific
-//! first, each in O(wildcards x name) (`pattern::matches`). A name's answer
-//! is cached until the set of wildcard patterns changes, so steady traffic
-//! costs one or two hash lookups per request whatever the number of patterns.
+//! first, each in O(wildcards x name) against the name prepared once per
+//! lookup (`pattern::Name`: the bitmaps its matcher makes of the name serve
+//! every candidate). A name's answer is cached until the set of wildcard
+//! patterns changes, so steady traffic costs one or two hash lookups per
+//! request whatever the number of patterns.
 
 use ahash::{AHashMap, AHashSet};
 use cumulo_pattern as pattern;
@@ -63,6 +65,18 @@ pub struct Registry {
     last_trim: Option<Instant>,
     /// What changed since the shards' replication task last looked.
     pub journal: Journal,
+    /// What the lookups cost, for the tests that bound it.
+    #[cfg(test)]
+    cost: std::cell::Cell<Cost>,
+}
+
+/// Candidate patterns tried and matcher steps taken (bitmaps of the name
+/// included), summed over lookups.
+#[cfg(test)]
+#[derive(Debug, Default, Clone, Copy)]
+struct Cost {
+    tried: u64,
+    steps: u64,
 }
 
 /// The net changes to this registry's own subscriptions (pattern and
@@ -192,8 +206,10 @@ impl Registry {
     /// answer without its cache, so that a probe (the HTTP gateway's 405)
     /// does not fill the cache with names no request is sent to.
     pub fn serves(&self, name: &str) -> bool {
-        self.entries.get(name).is_some_and(|e| !e.wild)
-            || self.candidates(name).into_iter().any(|p| pattern::matches(p, name))
+        self.entries.get(name).is_some_and(|e| !e.wild) || {
+            let mut prepared = pattern::Name::new(name);
+            self.candidates(name).into_iter().any(|p| self.try_pattern(&mut prepared, p))
+        }
     }
 
     /// The most specific pattern matching `name`, with its instances.
@@ -205,12 +221,31 @@ impl Registry {
         let best = match self.cache.get(name) {
             Some(hit) => hit.clone(),
             None => {
-                let found = self.candidates(name).into_iter().find(|p| pattern::matches(p, name)).cloned();
+                let mut prepared = pattern::Name::new(name);
+                let found = self.candidates(name).into_iter().find(|p| self.try_pattern(&mut prepared, p)).cloned();
                 self.cache.insert(name, found.clone());
                 found
             }
         };
         best.and_then(move |p| self.entries.get_mut(&*p))
+    }
+
+    /// Whether the prepared name matches the wildcard pattern `p` (one
+    /// prepared name per lookup: its bitmaps serve every candidate).
+    fn try_pattern(&self, name: &mut pattern::Name<'_>, p: &str) -> bool {
+        #[cfg(test)]
+        {
+            let setup = name.setup_steps();
+            let (found, steps) = name.matches_counted(p);
+            let cost = &self.cost;
+            cost.set(Cost {
+                tried: cost.get().tried + 1,
+                steps: cost.get().steps + steps + name.setup_steps() - setup,
+            });
+            found
+        }
+        #[cfg(not(test))]
+        name.matches(p)
     }
 
     /// The wildcard patterns that may match `name`, most specific first:
@@ -247,7 +282,8 @@ impl Registry {
         let mut out: Vec<(InstanceId, Rc<str>)> = Vec::new();
         let mut seen: AHashSet<InstanceId> = AHashSet::new();
         let exact = self.entries.get(name).filter(|e| !e.wild);
-        let wild = self.candidates(name).into_iter().filter(|p| pattern::matches(p, name));
+        let mut prepared = pattern::Name::new(name);
+        let wild = self.candidates(name).into_iter().filter(|p| self.try_pattern(&mut prepared, p));
         for e in exact.into_iter().chain(wild.map(|p| &self.entries[p])) {
             // Pseudo-instances listed for this pattern already (a handful:
             // one per other shard or node).
