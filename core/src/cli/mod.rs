@@ -454,6 +454,18 @@ pub fn services_from_toml_file(path: &Path) -> Result<Value, String> {
         None => return Err(format!("{}: no [[service]] table in it", path.display())),
     };
     for s in &mut items {
+        let internal = s.get("internal").and_then(|v| v.as_str()).map(str::to_string);
+        let file_settings =
+            internal.map_or(&[][..], |name| (crate::internal::settings::CATALOGUE.file_settings)(&name));
+        if let Some(toml::Value::Table(settings)) = s.get_mut("settings") {
+            for key in file_settings {
+                if let Some(toml::Value::String(p)) = settings.get_mut(*key) {
+                    if !p.is_empty() && !p.starts_with('/') {
+                        *p = base.join(&*p).display().to_string();
+                    }
+                }
+            }
+        }
         if let Some(toml::Value::String(p)) = s.get_mut("path") {
             if p.contains('/') && !p.starts_with('/') {
                 *p = base.join(&*p).display().to_string();
