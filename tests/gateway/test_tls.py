@@ -195,9 +195,12 @@ def test_tls_1_1_and_older_are_refused(tls: Tls) -> None:
         warnings.simplefilter("ignore", DeprecationWarning)  # what the test is about
         ctx.minimum_version = ssl.TLSVersion.TLSv1
         ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+    before = tls.metric("cumulo_http_tls_handshake_failures_total")
     with pytest.raises(ssl.SSLError) as e:
         get(tls.https(ctx=ctx), "/echo/old")
-    assert "protocol version" in str(e.value).lower() or "no protocols" in str(e.value).lower(), e.value
+    # The gateway's refusal: an alert it sent, and its count.
+    assert "alert" in str(e.value), e.value
+    assert tls.metric("cumulo_http_tls_handshake_failures_total") > before
 
 
 def test_a_client_that_trusts_another_ca_fails_the_handshake(tls: Tls) -> None:

@@ -502,6 +502,11 @@ mod tests {
         assert_eq!((v[1]["path"].as_str(), v[1]["dir"].as_str()), (Some("sh"), Some("/tmp")));
         std::fs::write(&f, "prefix = \"/one/\"\ninternal = \"echo\"\n").unwrap();
         assert_eq!(services_from_toml_file(&f).unwrap()[0]["internal"], "echo");
+        let gateway = "prefix = \"/g/\"\ninternal = \"http\"\n[settings]\ntls_cert = \"c.pem\"\ntls_key = \"/k.pem\"\n";
+        std::fs::write(&f, gateway).unwrap();
+        let v = services_from_toml_file(&f).unwrap();
+        assert_eq!(v[0]["settings"]["tls_cert"], base.join("c.pem").display().to_string());
+        assert_eq!(v[0]["settings"]["tls_key"], "/k.pem");
         std::fs::write(&f, "[core]\n").unwrap();
         assert!(services_from_toml_file(&f).unwrap_err().contains("no [[service]]"));
         std::fs::remove_dir_all(&dir).unwrap();
