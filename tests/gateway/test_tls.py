@@ -21,7 +21,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
-from conftest import THREADS, Core, free_port
+from conftest import CUMULO, THREADS, Core, free_port
 from gateway_client import request
 
 HEADER_TIMEOUT_MS = 1000
@@ -362,3 +362,25 @@ def test_security_headers_when_on_absent_when_off_and_a_services_own_kept(tls: T
     plain = request(tls.plain, "GET", "/echo/page")
     assert plain.status == 200
     assert [h for h in SECURITY_HEADERS if plain.header(h) is not None] == []
+
+
+def test_a_certificate_that_does_not_load_stops_the_core_at_start(tls: Tls, tmp_path: Path) -> None:
+    first_cert = tls.pki.folder / "first.pem"
+    second_key = tls.pki.folder / "second.key"  # made by the reload test, or here
+    if not second_key.exists():
+        tls.pki.leaf("second", 2002)
+    cases = [
+        (f'tls_cert = "{first_cert}"\ntls_key = "{second_key}"', "does not go with settings.tls_cert"),
+        ('tls_cert = "missing.pem"\ntls_key = "missing.key"', "%s: cannot read it" % (tmp_path / "missing.pem")),
+        (f'tls_cert = "{second_key}"\ntls_key = "{second_key}"', "holds no CERTIFICATE block"),
+        (f'tls_cert = "{first_cert}"', "give both or neither"),
+    ]
+    for settings, message in cases:
+        config = tmp_path / "cumulo.toml"
+        config.write_text(
+            f'[core]\nsocket = "{tmp_path}/cumulo.sock"\n\n'
+            f'[[service]]\nprefix = "/"\ninternal = "http"\n[service.settings]\nport = 0\n{settings}\n'
+        )
+        run = subprocess.run([str(CUMULO), "run", "--config", str(config)], capture_output=True, text=True, timeout=10)
+        assert run.returncode != 0, settings
+        assert message in run.stdout + run.stderr, (settings, run.stdout + run.stderr)
