@@ -175,6 +175,8 @@ internal = "echo"
         yield t
     finally:
         core.stop()
+    stopped = [line for line in core.log().splitlines() if "gateway on https://127.0.0.1:%d stopped" % port in line]
+    assert stopped and re.search(r", \d+ TLS handshakes failed$", stopped[0]), core.log()
 
 
 def test_https_request_is_answered_by_a_service(tls: Tls) -> None:

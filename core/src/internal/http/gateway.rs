@@ -58,6 +58,7 @@ pub struct Gateway {
 pub struct Counts {
     pub by_class: [Cell<u64>; 6],
     pub refused_connections: Cell<u64>,
+    pub tls_handshake_failures: Cell<u64>,
 }
 
 impl Gateway {

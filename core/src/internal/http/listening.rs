@@ -28,6 +28,7 @@ struct Totals {
     shards: usize,
     by_class: [u64; 6],
     refused: u64,
+    tls_failures: u64,
 }
 
 /// Joins the gateway listening on `addr` (`None`: a listener of its own);
@@ -62,14 +63,17 @@ impl Listening {
             *sum += n.get();
         }
         t.refused += counts.refused_connections.get();
+        t.tls_failures += counts.tls_handshake_failures.get();
         t.shards = t.shards.saturating_sub(1);
         if t.shards > 0 {
             return;
         }
         let c = t.by_class;
         let on = self.addr.map(|a| format!(" on {}://{a}", self.scheme)).unwrap_or_default();
+        let tls =
+            if self.scheme == "https" { format!(", {} TLS handshakes failed", t.tls_failures) } else { String::new() };
         tracing::info!(
-            "http: gateway{on} stopped accepting connections; so far {} requests (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} connections refused over max_connections",
+            "http: gateway{on} stopped accepting connections; so far {} requests (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} connections refused over max_connections{tls}",
             c.iter().sum::<u64>(),
             c[2],
             c[3],

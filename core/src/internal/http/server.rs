@@ -161,6 +161,8 @@ impl Secure {
             Err(_) => format!("not finished within header_timeout_ms ({} ms)", self.timeout.as_millis()),
         };
         tls::count_handshake_failure();
+        let n = &conn.gateway.counts.tls_handshake_failures;
+        n.set(n.get() + 1);
         self.failures
             .borrow_mut()
             .warn(|n| format!("http: {n} TLS handshakes failed{}, last from {remote}: {why}", self.on_shard));
