@@ -107,6 +107,7 @@ pub async fn render(ctx: &AdminContext) -> String {
     }
 
     crate::internal::websocket_table().render(&mut p);
+    crate::internal::render_tls_metrics(&mut p);
 
     let st = &reports.stats();
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {

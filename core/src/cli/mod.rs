@@ -455,6 +455,18 @@ pub fn services_from_toml_file(path: &Path) -> Result<Value, String> {
         None => return Err(format!("{}: no [[service]] table in it", path.display())),
     };
     for s in &mut items {
+        let internal = s.get("internal").and_then(|v| v.as_str()).map(str::to_string);
+        let file_settings =
+            internal.map_or(&[][..], |name| (crate::internal::settings::CATALOGUE.file_settings)(&name));
+        if let Some(toml::Value::Table(settings)) = s.get_mut("settings") {
+            for key in file_settings {
+                if let Some(toml::Value::String(p)) = settings.get_mut(*key) {
+                    if !p.is_empty() && !p.starts_with('/') {
+                        *p = base.join(&*p).display().to_string();
+                    }
+                }
+            }
+        }
         if let Some(toml::Value::String(p)) = s.get_mut("path") {
             if p.contains('/') && !p.starts_with('/') {
                 *p = base.join(&*p).display().to_string();
@@ -491,6 +503,11 @@ mod tests {
         assert_eq!((v[1]["path"].as_str(), v[1]["dir"].as_str()), (Some("sh"), Some("/tmp")));
         std::fs::write(&f, "prefix = \"/one/\"\ninternal = \"echo\"\n").unwrap();
         assert_eq!(services_from_toml_file(&f).unwrap()[0]["internal"], "echo");
+        let gateway = "prefix = \"/g/\"\ninternal = \"http\"\n[settings]\ntls_cert = \"c.pem\"\ntls_key = \"/k.pem\"\n";
+        std::fs::write(&f, gateway).unwrap();
+        let v = services_from_toml_file(&f).unwrap();
+        assert_eq!(v[0]["settings"]["tls_cert"], base.join("c.pem").display().to_string());
+        assert_eq!(v[0]["settings"]["tls_key"], "/k.pem");
         std::fs::write(&f, "[core]\n").unwrap();
         assert!(services_from_toml_file(&f).unwrap_err().contains("no [[service]]"));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -35,6 +35,11 @@ pub fn websocket_table() -> Rc<WebSocketTable> {
     WEBSOCKETS.with(Rc::clone)
 }
 
+/// The HTTP gateways' TLS series of `GET /metrics` (handshake failures).
+pub fn render_tls_metrics(p: &mut cumulo_router::PromText) {
+    http::tls::render(p);
+}
+
 /// A service built into the core. One value is created per instance
 /// (count_process x count_thread of them); `run` owns its instance's API
 /// until the core stops.

@@ -8,7 +8,7 @@
 
 /// The catalogue as the config checks a file or an admin API call with.
 pub const CATALOGUE: cumulo_config::Catalogue =
-    cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster };
+    cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster, file_settings };
 
 /// Names accepted in `internal = "..."`.
 pub const KNOWN: &[&str] =
@@ -37,6 +37,16 @@ fn needs_cluster(name: &str, settings: &toml::Table) -> Option<&'static str> {
         "is a queue with backend = \"jetstream\", a stream on the cloud's NATS: add a [cluster] section with \
          servers (or use backend = \"file\")",
     )
+}
+
+/// Settings that are file paths, relative to the config file's folder.
+/// (The gateway's `access_log` stays relative to the core's working
+/// directory, as docs/GATEWAY.md has always said.)
+fn file_settings(name: &str) -> &'static [&'static str] {
+    match name {
+        "http" => &["tls_cert", "tls_key"],
+        _ => &[],
+    }
 }
 
 /// Whether a queue's settings choose the JetStream backend.

@@ -30,6 +30,10 @@ pub struct Catalogue {
     /// JetStream keeps its requests on the cloud's NATS), said after its
     /// name: "is a queue with backend = ...: add a [cluster] section ...".
     pub needs_cluster: fn(name: &str, settings: &toml::Table) -> Option<&'static str>,
+    /// The settings of the internal service `name` that are file paths: a
+    /// relative one is made absolute against the config file's folder, as
+    /// every other path of the file is.
+    pub file_settings: fn(name: &str) -> &'static [&'static str],
 }
 
 /// Default limit on a frame, bytes (see `cumulo_proto::DEFAULT_MAX_FRAME`).
@@ -526,6 +530,9 @@ impl Config {
         if let Some(c) = &mut cfg.cluster {
             c.resolve_paths(&cfg.base_dir);
         }
+        for s in &mut cfg.services {
+            resolve_file_settings(s, &cfg.base_dir, catalogue);
+        }
         cfg.validate(catalogue).map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
         cfg.resolve_trust().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
         Ok(cfg)
@@ -633,6 +640,19 @@ fn expand_lists(
     }
     *deny = trust::expand(deny, groups).map_err(|why| (format!("{at}.dest_list_deny"), why))?;
     Ok(())
+}
+
+/// Makes the relative file paths among an internal service's settings
+/// (`Catalogue::file_settings`) absolute against `base`.
+pub fn resolve_file_settings(s: &mut ServiceConfig, base: &Path, catalogue: &Catalogue) {
+    let Some(name) = s.internal.as_deref() else { return };
+    for key in (catalogue.file_settings)(name) {
+        if let Some(toml::Value::String(p)) = s.settings.get_mut(*key) {
+            if !p.is_empty() && Path::new(p.as_str()).is_relative() {
+                *p = base.join(&*p).display().to_string();
+            }
+        }
+    }
 }
 
 /// Services given as JSON (the body of `POST /v1/services`): one object or a

@@ -14,6 +14,8 @@ const CATALOGUE: Catalogue = Catalogue {
         (name == "queue" && settings.get("backend").and_then(|v| v.as_str()) == Some("jetstream"))
             .then_some("is a queue on JetStream: add a [cluster] section")
     },
+    // A stand-in: echo's `pattern` taken as a file path.
+    file_settings: |name| if name == "echo" { &["pattern"] } else { &[] },
 };
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
@@ -411,4 +413,13 @@ fn clients_need_a_name_a_token_and_prefixes() {
     let two = "[[client]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"/t/\"]\n\
                [[client]]\nname = \"b\"\ntoken = \"0123456789abcdef\"\nprefixes = [\"/u/\"]\n";
     assert!(parse(two).unwrap_err().reason.contains("same token"));
+}
+
+#[test]
+fn file_settings_of_internal_services_are_relative_to_the_file() {
+    let text = "[[service]]\nprefix = \"/a/\"\ninternal = \"echo\"\nsettings = { pattern = \"certs/c.pem\" }\n\
+[[service]]\nprefix = \"/b/\"\ninternal = \"echo\"\nsettings = { pattern = \"/abs/c.pem\" }";
+    let c = Config::parse(text, "t.toml", "/etc/cumulo".into(), &CATALOGUE).unwrap();
+    assert_eq!(c.services[0].settings["pattern"].as_str(), Some("/etc/cumulo/certs/c.pem"));
+    assert_eq!(c.services[1].settings["pattern"].as_str(), Some("/abs/c.pem"));
 }

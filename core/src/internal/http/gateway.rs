@@ -10,6 +10,7 @@ use super::framing::is_oversized_chunk;
 use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
 use super::response::{from_service, plain, plain_and_close, HttpResponse};
+use super::security_headers;
 use super::settings::{ErrorDetail, HeaderFilter, QueryFormat, Settings};
 use super::websocket::WebSockets;
 use crate::internal::api::SendOptions;
@@ -44,6 +45,8 @@ pub struct Gateway {
     /// What a 5xx answer tells the client (errors.rs).
     detail: ErrorDetail,
     log: Option<Arc<AccessLog>>,
+    /// `security_headers`: None when off, else whether HSTS goes too (TLS).
+    security_headers: Option<bool>,
     pub counts: Counts,
     /// None when no path accepts WebSocket upgrades.
     pub websockets: Option<WebSockets>,
@@ -55,6 +58,7 @@ pub struct Gateway {
 pub struct Counts {
     pub by_class: [Cell<u64>; 6],
     pub refused_connections: Cell<u64>,
+    pub tls_handshake_failures: Cell<u64>,
 }
 
 impl Gateway {
@@ -71,6 +75,7 @@ impl Gateway {
             send: SendOptions { timeout_ms: s.timeout_ms, priority: 0, wait_for_service: false },
             detail: s.error_detail.unwrap_or(ErrorDetail::Hidden),
             log,
+            security_headers: s.security_headers.then_some(s.tls.is_some()),
             counts: Counts::default(),
             websockets: WebSockets::new(
                 s.websocket.clone(),
@@ -95,20 +100,30 @@ impl Gateway {
     pub async fn handle(&self, req: Request<Incoming>, remote: &Rc<str>, deadlines: &Deadlines) -> HttpResponse {
         if let Some(ws) = &self.websockets {
             if let Some(path) = ws.accepts(&req) {
-                let resp = ws.upgrade(&self.api, path, req, remote);
+                let mut resp = ws.upgrade(&self.api, path, req, remote);
                 let n = &self.counts.by_class[(resp.status().as_u16() / 100).min(5) as usize];
                 n.set(n.get() + 1);
+                if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+                    self.secure(&mut resp);
+                }
                 return resp;
             }
         }
         let (parts, body) = req.into_parts();
         let logged = self.log.is_some().then(|| Logged::of(&parts));
-        let resp = match self.dispatch(parts, body, remote, deadlines).await {
+        let mut resp = match self.dispatch(parts, body, remote, deadlines).await {
             Ok((name, answer)) => self.answer(&name, answer, deadlines).await,
             Err(refused) => refused,
         };
+        self.secure(&mut resp);
         self.count(logged.as_ref(), &resp, remote);
         resp
+    }
+
+    fn secure(&self, resp: &mut HttpResponse) {
+        if let Some(tls) = self.security_headers {
+            security_headers::add(resp.headers_mut(), tls);
+        }
     }
 
     /// Maps the request and sends it to its service, or answers it at

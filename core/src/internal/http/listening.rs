@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 pub struct Listening {
     pub open: Arc<AtomicUsize>,
     addr: Option<SocketAddr>,
+    /// `http` or `https`, for the log lines.
+    scheme: &'static str,
     totals: Mutex<Totals>,
 }
 
@@ -26,21 +28,24 @@ struct Totals {
     shards: usize,
     by_class: [u64; 6],
     refused: u64,
+    tls_failures: u64,
 }
 
 /// Joins the gateway listening on `addr` (`None`: a listener of its own);
 /// the first shard logs that it listens.
-pub fn join(addr: Option<SocketAddr>) -> Arc<Listening> {
+pub fn join(addr: Option<SocketAddr>, scheme: &'static str) -> Arc<Listening> {
     static ALL: OnceLock<Mutex<HashMap<SocketAddr, Weak<Listening>>>> = OnceLock::new();
-    let Some(a) = addr else { return Arc::new(Listening { totals: Mutex::new(one_shard()), ..Listening::default() }) };
+    let Some(a) = addr else {
+        return Arc::new(Listening { totals: Mutex::new(one_shard()), scheme, ..Listening::default() });
+    };
     let mut all = ALL.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     all.retain(|_, l| l.strong_count() > 0);
     if let Some(l) = all.get(&a).and_then(Weak::upgrade) {
         l.totals.lock().unwrap_or_else(|e| e.into_inner()).shards += 1;
         return l;
     }
-    tracing::info!("http: gateway listening on http://{a}");
-    let l = Arc::new(Listening { addr, totals: Mutex::new(one_shard()), ..Listening::default() });
+    tracing::info!("http: gateway listening on {scheme}://{a}");
+    let l = Arc::new(Listening { addr, scheme, totals: Mutex::new(one_shard()), ..Listening::default() });
     all.insert(a, Arc::downgrade(&l));
     l
 }
@@ -58,14 +63,17 @@ impl Listening {
             *sum += n.get();
         }
         t.refused += counts.refused_connections.get();
+        t.tls_failures += counts.tls_handshake_failures.get();
         t.shards = t.shards.saturating_sub(1);
         if t.shards > 0 {
             return;
         }
         let c = t.by_class;
-        let on = self.addr.map(|a| format!(" on http://{a}")).unwrap_or_default();
+        let on = self.addr.map(|a| format!(" on {}://{a}", self.scheme)).unwrap_or_default();
+        let tls =
+            if self.scheme == "https" { format!(", {} TLS handshakes failed", t.tls_failures) } else { String::new() };
         tracing::info!(
-            "http: gateway{on} stopped accepting connections; so far {} requests (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} connections refused over max_connections",
+            "http: gateway{on} stopped accepting connections; so far {} requests (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} connections refused over max_connections{tls}",
             c.iter().sum::<u64>(),
             c[2],
             c[3],

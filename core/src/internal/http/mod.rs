@@ -22,8 +22,10 @@ mod names;
 mod park;
 mod request;
 mod response;
+mod security_headers;
 mod server;
 pub(super) mod settings;
+pub mod tls;
 pub mod websocket;
 
 use super::{InternalApi, InternalService};
@@ -41,19 +43,23 @@ pub struct HttpGateway {
     settings: Settings,
     listener: std::net::TcpListener,
     access_log: Option<access_log::Sink>,
+    /// Set when `tls_cert` and `tls_key` are: loaded now, so that a bad
+    /// certificate stops the core at start like a bad port.
+    tls: Option<tls::Tls>,
 }
 
 impl HttpGateway {
     pub fn from_settings(table: &toml::Table) -> Result<HttpGateway, String> {
         let mut settings = Settings::from_settings(table)?;
         let access_log = access_log::open_sink(&settings.access_log)?;
+        let tls = settings.tls.clone().map(tls::Tls::new).transpose()?;
         let listener = bind(&settings)?;
         // Unset: the whole story on loopback (a developer's own machine),
         // hidden wherever the public may connect.
         let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
         let by_address = if loopback { settings::ErrorDetail::Public } else { settings::ErrorDetail::Hidden };
         settings.error_detail.get_or_insert(by_address);
-        Ok(HttpGateway { settings, listener, access_log })
+        Ok(HttpGateway { settings, listener, access_log, tls })
     }
 }
 
@@ -68,7 +74,10 @@ impl InternalService for HttpGateway {
                 },
             };
             let gateway = gateway::Gateway::new(api, &self.settings, log);
-            server::serve(self.listener, gateway, self.settings).await
+            if let Some(tls) = &self.tls {
+                tls.watch();
+            }
+            server::serve(self.listener, gateway, self.settings, self.tls).await
         })
     }
 }

@@ -2,6 +2,7 @@
 //! hyper's HTTP/1.1 server (keep-alive, pipelining answered in order) in a
 //! task of its own on the core's thread: hyper's http1 connection accepts
 //! services that are not Send, so the gateway calls the core directly.
+//! With `tls_cert` set, each connection is a TLS handshake first (tls.rs).
 
 use super::deadlines::{Deadlines, Event, Guarded, Stamped, Timeouts};
 use super::framing::{Limits, Watched};
@@ -9,11 +10,14 @@ use super::gateway::{Gateway, SAFETY_MARGIN};
 use super::listening::{self, Listening};
 use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
+use super::tls::{self, Tls};
 use cumulo_sys::Throttle;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::cell::RefCell;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -28,7 +32,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
 content-length: 42\r\nconnection: close\r\n\r\nservice unavailable: too many connections\n";
 
-pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: Settings) {
+pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: Settings, tls: Option<Tls>) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return tracing::error!("http: cannot use the listening socket: {e}"),
@@ -36,9 +40,14 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
     let gateway = Rc::new(gateway);
     let http = builder(&settings);
     // Shared with the other shards on this address (listening.rs).
-    let shared = listening::join(listener.local_addr().ok());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let shared = listening::join(listener.local_addr().ok(), scheme);
     let open = shared.open.clone();
     let on_shard = gateway.shard_label();
+    let secure = tls.map(|tls| {
+        let timeout = Duration::from_millis(settings.header_timeout_ms);
+        Rc::new(Secure { tls, timeout, failures: RefCell::default(), on_shard: on_shard.clone() })
+    });
     // Cancelled when this future is dropped (the core stops): open
     // connections finish their current request and close.
     let stopping = CancellationToken::new();
@@ -77,7 +86,10 @@ pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: 
                     open: open.clone(),
                     idle: idle.clone(),
                 };
-                tokio::task::spawn_local(conn.serve(stream, remote.to_string(), stopping.clone()));
+                match &secure {
+                    None => tokio::task::spawn_local(conn.serve(stream, remote.to_string(), stopping.clone())),
+                    Some(s) => tokio::task::spawn_local(s.clone().serve(conn, stream, remote, stopping.clone())),
+                };
             }
             Err(e) => {
                 accept_errors.warn(|n| {
@@ -122,6 +134,39 @@ pub(super) fn timeouts(s: &Settings) -> Timeouts {
 
 pub(super) fn framing_limits(s: &Settings) -> Limits {
     Limits { max_body: s.max_body as u64, max_header_size: s.max_header_size, max_headers: s.max_headers }
+}
+
+/// A TLS listener's handshakes: each within the header timeout, the
+/// failures counted and logged (throttled).
+struct Secure {
+    tls: Tls,
+    timeout: Duration,
+    failures: RefCell<Throttle>,
+    on_shard: String,
+}
+
+impl Secure {
+    /// The handshake, then the connection as over plain TCP. A client that
+    /// speaks plaintext, trusts another CA or stalls is closed; the
+    /// listener goes on.
+    async fn serve(self: Rc<Self>, conn: Connection, stream: TcpStream, remote: SocketAddr, stop: CancellationToken) {
+        let handshake = tokio::time::timeout(self.timeout, self.tls.acceptor.accept(stream));
+        let outcome = tokio::select! {
+            r = handshake => r,
+            () = stop.cancelled() => return,
+        };
+        let why = match outcome {
+            Ok(Ok(stream)) => return conn.serve(stream, remote.to_string(), stop).await,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("not finished within header_timeout_ms ({} ms)", self.timeout.as_millis()),
+        };
+        tls::count_handshake_failure();
+        let n = &conn.gateway.counts.tls_handshake_failures;
+        n.set(n.get() + 1);
+        self.failures
+            .borrow_mut()
+            .warn(|n| format!("http: {n} TLS handshakes failed{}, last from {remote}: {why}", self.on_shard));
+    }
 }
 
 /// Over the limit: a short 503 if the socket takes it at once, then close.

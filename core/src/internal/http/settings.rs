@@ -74,6 +74,11 @@ pub struct Settings {
     pub error_detail: Option<ErrorDetail>,
     /// Path prefixes that accept a WebSocket upgrade (websocket/settings.rs).
     pub websocket: Vec<super::websocket::PathSettings>,
+    /// `tls_cert` and `tls_key`: the listener speaks only TLS (tls.rs).
+    pub tls: Option<super::tls::Files>,
+    /// Adds the browser security headers a response does not set itself
+    /// (security_headers.rs).
+    pub security_headers: bool,
 }
 
 /// hyper's own default; asking for it explicitly would cost a heap
@@ -102,6 +107,8 @@ impl Default for Settings {
             query_format: QueryFormat::KeyValue,
             error_detail: None,
             websocket: Vec::new(),
+            tls: None,
+            security_headers: false,
         }
     }
 }
@@ -126,6 +133,9 @@ const KNOWN: &[&str] = &[
     "query_format",
     "error_detail",
     "websocket",
+    "tls_cert",
+    "tls_key",
+    "security_headers",
 ];
 
 impl Settings {
@@ -154,6 +164,8 @@ impl Settings {
             query_format: query_format(table)?,
             error_detail: error_detail(table)?,
             websocket: Vec::new(),
+            tls: tls_files(table)?,
+            security_headers: boolean(table, "security_headers", d.security_headers)?,
         };
         let s = Settings { websocket: super::websocket::settings::from_settings(table, s.timeout_ms)?, ..s };
         if s.name_prefix.contains('\0') {
@@ -230,9 +242,27 @@ fn error_detail(t: &toml::Table) -> Result<Option<ErrorDetail>, String> {
     }
 }
 
-/// Checks a gateway's settings without binding its socket.
+fn tls_files(t: &toml::Table) -> Result<Option<super::tls::Files>, String> {
+    let path = |key: &str| match t.get(key) {
+        None => Ok(None),
+        Some(toml::Value::String(p)) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
+        Some(_) => Err(format!("http: settings.{key} must be a file path (PEM)")),
+    };
+    match (path("tls_cert")?, path("tls_key")?) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => Ok(Some(super::tls::Files { cert, key })),
+        _ => Err("http: settings.tls_cert and settings.tls_key go together: give both or neither".into()),
+    }
+}
+
+/// Checks a gateway's settings without binding its socket; a certificate
+/// and key that do not load refuse the file, as a bad port does.
 pub fn check(table: &toml::Table) -> Result<(), String> {
-    listen_address(&Settings::from_settings(table)?).map(drop)
+    let s = Settings::from_settings(table)?;
+    if let Some(files) = &s.tls {
+        super::tls::load(files)?;
+    }
+    listen_address(&s).map(drop)
 }
 
 /// The address to listen on; refuses a non-loopback one unless
@@ -297,5 +327,18 @@ mod tests {
         assert!(parse("headers = 3").unwrap_err().contains("settings.headers"));
         assert!(parse("error_detail = \"none\"").unwrap_err().contains("settings.error_detail"));
         assert_eq!(parse("error_detail = \"hidden\"").unwrap().error_detail, Some(ErrorDetail::Hidden));
+        assert!(parse("tls_cert = \"c.pem\"").unwrap_err().contains("give both or neither"));
+        assert!(parse("tls_cert = 1\ntls_key = \"k.pem\"").unwrap_err().contains("settings.tls_cert"));
+        assert!(parse("security_headers = \"yes\"").unwrap_err().contains("settings.security_headers"));
+    }
+
+    #[test]
+    fn tls_and_security_headers() {
+        let s = parse("tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\nsecurity_headers = true").unwrap();
+        assert_eq!(s.tls, Some(crate::internal::http::tls::Files { cert: "/c.pem".into(), key: "/k.pem".into() }));
+        assert!(s.security_headers);
+        assert!(parse("").unwrap().tls.is_none() && !parse("").unwrap().security_headers);
+        let e = check(&"tls_cert = \"/nonexistent/c.pem\"\ntls_key = \"/nonexistent/k.pem\"".parse().unwrap());
+        assert!(e.unwrap_err().contains("cannot read it"));
     }
 }

@@ -15,6 +15,7 @@
 
 mod frames;
 mod gate;
+mod origin;
 mod outgoing;
 mod protocol;
 mod session;
@@ -32,6 +33,7 @@ use super::response::{plain, HttpResponse};
 use super::settings::HeaderFilter;
 use crate::internal::InternalApi;
 use cumulo_proto::info;
+use cumulo_sys::Throttle;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
 use hyper::{Method, Request, StatusCode};
@@ -50,6 +52,8 @@ pub struct WebSockets {
     /// Cancelled when the gateway stops: every session closes with 1001.
     pub stopping: CancellationToken,
     unique: Rc<UniqueNames>,
+    /// Upgrades refused for their Origin, logged at most every few seconds.
+    foreign_origins: RefCell<Throttle>,
 }
 
 /// A connection holding a `unique` name, and its instance (to unsubscribe
@@ -92,6 +96,7 @@ impl WebSockets {
             headers,
             stopping: CancellationToken::new(),
             unique: Rc::default(),
+            foreign_origins: RefCell::default(),
         })
     }
 
@@ -119,6 +124,19 @@ impl WebSockets {
             table::add(&table.counters.refused, 1);
             plain(status, text)
         };
+        if let Some(origin) = cfg.origins.refuses(req.headers()) {
+            table::add(&table.counters.origin_refused, 1);
+            self.foreign_origins.borrow_mut().warn(|n| {
+                format!("http: {n} WebSocket upgrades refused for their Origin, last {origin:?} on {}", cfg.path)
+            });
+            return refuse(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "forbidden: a WebSocket on {} does not accept pages from Origin {origin:?} (settings.websocket origins)\n",
+                    cfg.path
+                ),
+            );
+        }
         let accept_key = match handshake_key(&req) {
             Ok(k) => k,
             Err((status, why)) => {

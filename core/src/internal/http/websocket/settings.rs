@@ -65,6 +65,8 @@ pub struct PathSettings {
     pub idle_timeout_ms: u64,
     pub ping_ms: u64,
     pub timeout_ms: u32,
+    /// The pages whose browsers may open a connection (origin.rs).
+    pub origins: super::origin::Origins,
 }
 
 const KNOWN: &[&str] = &[
@@ -84,6 +86,7 @@ const KNOWN: &[&str] = &[
     "idle_timeout_ms",
     "ping_ms",
     "timeout_ms",
+    "origins",
 ];
 
 /// Reads `settings.websocket` (absent: no WebSocket anywhere). `timeout_ms`
@@ -164,6 +167,18 @@ fn one(t: &toml::Table, gateway_timeout_ms: u32, i: usize) -> Result<PathSetting
     if name_suffix.contains(['*', '?']) {
         return Err(format!("{} must hold no '*' or '?'", at("name_suffix")));
     }
+    let origins = match t.get("origins") {
+        None => super::origin::Origins::SameHost,
+        Some(toml::Value::Array(a)) => {
+            let list = a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{} must be a list of strings", at("origins")))?;
+            super::origin::Origins::from_list(&list).map_err(|why| format!("{}: {why}", at("origins")))?
+        }
+        Some(v) => return Err(format!("{} must be a list of origins, not {}", at("origins"), v.type_str())),
+    };
     let max_message = int("max_message", DEFAULT_MAX_MESSAGE as u64, 16, 1 << 30)? as usize;
     Ok(PathSettings {
         path,
@@ -182,6 +197,7 @@ fn one(t: &toml::Table, gateway_timeout_ms: u32, i: usize) -> Result<PathSetting
         idle_timeout_ms: int("idle_timeout_ms", DEFAULT_IDLE_TIMEOUT_MS, 100, 86_400_000)?,
         ping_ms: int("ping_ms", DEFAULT_PING_MS, 0, 86_400_000)?,
         timeout_ms: int("timeout_ms", gateway_timeout_ms as u64, 1, u32::MAX as u64)? as u32,
+        origins,
     })
 }
 
@@ -200,6 +216,7 @@ mod tests {
         assert_eq!((s.max_message, s.max_frame, s.max_connections), (1 << 20, 1 << 20, 10_000));
         assert_eq!((s.idle_timeout_ms, s.ping_ms, s.timeout_ms, s.max_in_flight), (60_000, 20_000, 5000, 16));
         assert_eq!((s.name_suffix.as_str(), s.unique, s.protocol), ("/websocket", false, Protocol::None));
+        assert_eq!(s.origins, super::super::origin::Origins::SameHost);
     }
 
     #[test]
@@ -221,6 +238,8 @@ mod tests {
             ("[[websocket]]\npath = \"/a/\"\nsubscriptions = [\"/r/*\"]", "subscriptions"),
             ("[[websocket]]\npath = \"/a/\"\n[[websocket]]\npath = \"/a/\"", "twice"),
             ("websocket = 3", "table or a list"),
+            ("[[websocket]]\npath = \"/a/\"\norigins = \"*\"", "origins must be a list"),
+            ("[[websocket]]\npath = \"/a/\"\norigins = [\"app.example\"]", "is not an origin"),
         ];
         for (text, want) in bad {
             let e = parse(text).unwrap_err();

@@ -102,6 +102,8 @@ impl Entry {
 pub struct Counters {
     pub opened: Cell<u64>,
     pub refused: Cell<u64>,
+    /// Of `refused`: those from a page whose Origin the path does not accept.
+    pub origin_refused: Cell<u64>,
     pub messages_in: Cell<u64>,
     pub messages_out: Cell<u64>,
     pub bytes_in: Cell<u64>,
@@ -222,8 +224,14 @@ impl Table {
         one(
             "cumulo_websocket_refused_total",
             "counter",
-            "WebSocket upgrades refused (max_connections of their path, or a bad URL).",
+            "WebSocket upgrades refused (max_connections of their path, a bad URL, or their Origin).",
             c.refused.get(),
+        );
+        one(
+            "cumulo_websocket_origin_refused_total",
+            "counter",
+            "WebSocket upgrades refused (403) because their path does not accept the page's Origin.",
+            c.origin_refused.get(),
         );
         one("cumulo_websocket_messages_in_total", "counter", "Messages received from browsers.", c.messages_in.get());
         one("cumulo_websocket_messages_out_total", "counter", "Messages sent to browsers.", c.messages_out.get());
