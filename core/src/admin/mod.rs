@@ -27,8 +27,7 @@ pub use log_level::{check_filter, LogControl};
 
 use crate::supervisor::Supervisor;
 use connections::{Admission, Slots};
-use cumulo_config::AdminConfig;
-use cumulo_config::Role;
+use cumulo_config::{AdminConfig, Role};
 use cumulo_router::Shared;
 use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};

@@ -176,7 +176,7 @@ pub fn client(a: &AdminArgs) -> Result<AdminClient, String> {
     let token = match (&a.token, &a.token_file) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(file)) => Some(cumulo_config::read_token_file(file)?),
-        (None, None) => from_file.and_then(|c| c.operate_token().map(str::to_string)),
+        (None, None) => from_file.and_then(|c| c.client_token().map(str::to_string)),
     };
     AdminClient::new(&url, token)
 }

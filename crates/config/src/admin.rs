@@ -137,10 +137,11 @@ impl AdminConfig {
         std::net::SocketAddr::new(ip, self.port)
     }
 
-    /// A token that may make every call: what a client reading this config
-    /// (`cumulo ... --config`) presents.
-    pub fn operate_token(&self) -> Option<&str> {
-        self.tokens.iter().find(|t| t.role == Role::Operate).map(|t| t.secret.as_str())
+    /// The token a client reading this config (`cumulo ... --config`)
+    /// presents: one that may make every call, else a read one.
+    pub fn client_token(&self) -> Option<&str> {
+        let operate = self.tokens.iter().find(|t| t.role == Role::Operate);
+        operate.or(self.tokens.first()).map(|t| t.secret.as_str())
     }
 
     /// Reads every `token_file` (relative to `base`, the config's folder)

@@ -98,7 +98,7 @@ fn admin_off_loopback_needs_a_token() {
     assert_eq!(e.field, "admin.token");
     assert!(e.reason.contains("not a loopback address"), "{e}");
     let ok = parse("[admin]\naddress = \"0.0.0.0\"\ntoken = \"s3cret-t0ken\"").unwrap();
-    assert_eq!(ok.admin.operate_token(), Some("s3cret-t0ken"));
+    assert_eq!(ok.admin.client_token(), Some("s3cret-t0ken"));
     assert_eq!((ok.admin.tokens[0].name.as_str(), ok.admin.tokens[0].role), ("admin", Role::Operate));
     // disabled: no listener, so no token needed
     assert!(parse("[admin]\naddress = \"0.0.0.0\"\nport = 0").is_ok());
@@ -158,11 +158,11 @@ fn admin_tokens_with_roles_written_or_in_files() {
             ("deploy", Role::Operate, "deploy-secret")
         ]
     );
-    assert_eq!(cfg.admin.operate_token(), Some("ops-secret"));
+    assert_eq!(cfg.admin.client_token(), Some("ops-secret"), "an operate token first");
     // only read tokens off loopback: accepted (nobody can change anything)
     let read_only = "[admin]\naddress = \"0.0.0.0\"\n[[admin.tokens]]\nname = \"g\"\nrole = \"read\"\ntoken = \"r\"\n";
     let cfg = parse(read_only).unwrap();
-    assert_eq!((cfg.admin.tokens.len(), cfg.admin.operate_token()), (1, None));
+    assert_eq!((cfg.admin.tokens.len(), cfg.admin.client_token()), (1, Some("r")), "else a read one");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
