@@ -147,7 +147,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
             core: core.clone(),
             supervisor: supervisor.clone(),
             log: Rc::new(log),
-            token: cfg.admin.token.clone(),
+            auth: crate::admin::Guard::new(cfg.admin.tokens.clone()),
             shards: shards.clone(),
             cluster: cluster.as_ref().map(|c| c.membership.clone()),
             started: started.0,

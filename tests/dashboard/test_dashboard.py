@@ -3,8 +3,9 @@ load (the `request_rate` load generator sending to the Rust http_req example
 through the core): the services table shows the running services and a
 non-zero rate; a click on restart restarts a service and its restart count
 goes up; the live log shows a line this test caused; the log-level switch
-changes the core's level; 100 more services still render; screenshots are
-taken and checked to be non-empty."""
+changes the core's level; 100 more services still render; with a read token
+the page shows the same data without its buttons; screenshots are taken and
+checked to be non-empty."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ CUMULO = ROOT / "target" / "release" / "cumulo"
 HTTP_REQ = ROOT / "target" / "release" / "http_req"
 TALKER = Path(__file__).resolve().parent / "services" / "talker.py"
 TOKEN = "dashboard-test-token"
+READ_TOKEN = "dashboard-read-token"
 RATE = 200
 
 
@@ -52,6 +54,10 @@ socket = "{work}/cumulo.sock"
 [admin]
 port = {self.admin}
 token = "{TOKEN}"
+[[admin.tokens]]
+name = "viewer"
+role = "read"
+token = "{READ_TOKEN}"
 
 [[service]]
 prefix = "/"
@@ -341,3 +347,29 @@ def test_the_grafana_dashboard_uses_only_metrics_the_core_exports(cloud: Cloud) 
             assert name.removesuffix("_bucket") in admin_doc, name
         else:
             assert name in exported, "%s is not a metric the core exports" % name
+
+
+def test_a_read_token_shows_the_data_without_the_buttons(cloud: Cloud, browser: Chromium) -> None:
+    assert json.loads(cloud.call("GET", "/v1/whoami", token=READ_TOKEN)[1]) == {"role": "read", "name": "viewer"}
+    browser.open("http://127.0.0.1:%d/dashboard#token=%s" % (cloud.admin, READ_TOKEN))
+    browser.wait_for("document.body.classList.contains('read-only')", what="the page in read-only mode")
+    assert browser.eval("!document.querySelector('#role').hidden")
+    browser.wait_for("document.querySelectorAll('#services tbody tr[data-service-id]').length >= 4", what="the services")
+    browser.wait_for(cell("/tests/http_req/", "status") + " === 'running'", what="a service's status")
+    shown = "(sel) => [...document.querySelectorAll(sel)].filter(e => e.offsetParent !== null).length"
+    count = "(sel) => document.querySelectorAll(sel).length"
+    for sel in ("#services button.restart", "#services button.remove", "#services button.scale", "#services input.scale-to",
+                "#queues button", "#log-level-form button"):
+        assert browser.eval("(%s)(%s)" % (count, json.dumps(sel))) > 0, sel
+        assert browser.eval("(%s)(%s)" % (shown, json.dumps(sel))) == 0, "%s is shown to a read token" % sel
+    assert browser.eval("(%s)('#services button.subscriptions')" % shown) > 0, "reading subscriptions stays"
+    assert browser.eval("document.querySelector('#log-level').readOnly") is True
+    shot = cloud.work / "dashboard-read-only.png"
+    check_png(browser.screenshot(shot), shot)
+    # the API behind it refuses the change the page no longer offers
+    status, body = cloud.call("PUT", "/v1/log-level", {"level": "debug"}, token=READ_TOKEN)
+    assert status == 403 and json.loads(body)["code"] == "forbidden", body
+    # an operate token in another tab has its buttons
+    browser.open("http://127.0.0.1:%d/dashboard#token=%s" % (cloud.admin, TOKEN))
+    browser.wait_for("(%s)('#services button.restart') > 0" % shown, what="the buttons for an operate token")
+    assert browser.eval("document.body.classList.contains('read-only')") is False

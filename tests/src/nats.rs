@@ -43,6 +43,17 @@ impl NatsServer {
         s
     }
 
+    /// A lone server with `extra` appended to its config file (users and
+    /// their permissions, say).
+    pub fn start_with_conf(extra: &str) -> NatsServer {
+        let mut s = NatsServer::configure(free_port(), free_port(), &[], None, false);
+        let mut conf = std::fs::read_to_string(&s.conf).unwrap();
+        conf.push_str(extra);
+        std::fs::write(&s.conf, conf).unwrap();
+        s.run();
+        s
+    }
+
     /// A lone server with JetStream (`-js`), its store in its folder.
     pub fn start_jetstream(max_payload: Option<u32>) -> NatsServer {
         let mut s = NatsServer::configure(free_port(), free_port(), &[], max_payload, true);

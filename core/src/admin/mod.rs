@@ -5,6 +5,7 @@
 //! change the state directly, and never hold a borrow across an await.
 //! docs/ADMIN.md describes it; docs/admin-openapi.json specifies it.
 
+mod auth;
 mod connections;
 mod cron;
 mod dashboard;
@@ -21,11 +22,12 @@ mod services;
 mod views;
 mod websockets;
 
+pub use auth::Guard;
 pub use log_level::{check_filter, LogControl};
 
 use crate::supervisor::Supervisor;
 use connections::{Admission, Slots};
-use cumulo_config::AdminConfig;
+use cumulo_config::{AdminConfig, Role};
 use cumulo_router::Shared;
 use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};
@@ -33,6 +35,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{header, Request, Response, StatusCode};
 use reply::{ApiError, Body};
 use routes::{Miss, Route};
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::net::TcpListener;
@@ -59,7 +62,8 @@ pub struct AdminContext {
     pub core: Shared,
     pub supervisor: Rc<Supervisor>,
     pub log: Rc<LogControl>,
-    pub token: Option<String>,
+    /// The tokens and the brake on guessing them.
+    pub auth: auth::Guard,
     /// The other shards (`core.threads` > 1), whose counters the views add.
     pub shards: Option<Rc<crate::shards::Links>>,
     /// The other nodes of the cloud, when `[cluster]` is configured.
@@ -99,7 +103,10 @@ pub fn bind(cfg: &AdminConfig) -> anyhow::Result<Option<TcpListener>> {
     };
     std.set_nonblocking(true)?;
     let l = TcpListener::from_std(std)?;
-    let auth = if cfg.token.is_some() { "bearer token required" } else { "no token" };
+    let auth = match cfg.tokens.len() {
+        0 => "no token".to_string(),
+        n => format!("bearer token required, {n} configured"),
+    };
     tracing::info!("admin API listening on http://{} ({auth})", l.local_addr()?);
     Ok(Some(l))
 }
@@ -110,8 +117,8 @@ pub async fn serve(listener: TcpListener, ctx: Rc<AdminContext>) {
     let (mut made_room, mut refused, mut accept_failed) =
         (Throttle::default(), Throttle::default(), Throttle::default());
     loop {
-        let stream = match listener.accept().await {
-            Ok((s, _)) => s,
+        let (stream, peer) = match listener.accept().await {
+            Ok((s, peer)) => (s, peer.ip()),
             Err(e) => {
                 accept_failed.warn(|n| format!("admin API: accept failed {n} times, last: {e}; retrying in 100 ms"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -138,7 +145,7 @@ pub async fn serve(listener: TcpListener, ctx: Rc<AdminContext>) {
             let service = hyper::service::service_fn(move |req| {
                 let (ctx, in_call) = (ctx.clone(), in_calls.call());
                 async move {
-                    let r = handle(&ctx, req).await;
+                    let r = handle(&ctx, peer, req).await;
                     drop(in_call);
                     Ok::<_, std::convert::Infallible>(r)
                 }
@@ -174,9 +181,9 @@ fn too_many_connections() -> String {
     )
 }
 
-async fn handle(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Response<Body> {
+async fn handle(ctx: &Rc<AdminContext>, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let (method, path) = (req.method().as_str().to_string(), req.uri().path().to_string());
-    let r = match answer(ctx, req).await {
+    let r = match answer(ctx, peer, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
@@ -184,13 +191,16 @@ async fn handle(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Response<Body
     r
 }
 
-async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+async fn answer(ctx: &Rc<AdminContext>, peer: IpAddr, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
     let found = routes::find(req.method().as_str(), &path);
-    if !matches!(found, Ok((route, _)) if route.is_public()) {
-        authorize(ctx.token.as_deref(), req.headers().get(header::AUTHORIZATION))?;
-    }
+    // Checked before the route is looked at further and before the body is
+    // read: a caller without a token learns nothing and holds nothing.
+    let caller = match found {
+        Ok((route, _)) if route.is_public() => None,
+        _ => Some(ctx.auth.check(peer, req.headers().get(header::AUTHORIZATION))?),
+    };
     let (route, id) = match found {
         Ok(found) => found,
         Err(Miss::NotFound) => {
@@ -207,6 +217,9 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
             return Ok(r);
         }
     };
+    if let Some(c) = caller.as_ref().filter(|c| route.needs() == Role::Operate && c.role != Role::Operate) {
+        return Err(auth::forbidden(c, req.method().as_str(), &path));
+    }
     let id = id.map(str::to_string);
     let body = read_body(req).await?;
     let (status, value) = match route {
@@ -240,27 +253,9 @@ async fn answer(ctx: &Rc<AdminContext>, req: Request<Incoming>) -> Result<Respon
         Route::Dashboard => return Ok(dashboard::page()),
         Route::DashboardScript => return Ok(dashboard::script()),
         Route::DashboardStyle => return Ok(dashboard::style()),
+        Route::WhoAmI => auth::whoami(caller.as_ref()),
     }?;
     Ok(reply::json(status, &value))
-}
-
-/// With a token configured, every call must carry `Authorization: Bearer
-/// <token>`; compared in constant time.
-fn authorize(token: Option<&str>, given: Option<&header::HeaderValue>) -> Result<(), ApiError> {
-    let Some(token) = token else { return Ok(()) };
-    let unauthorized = |m: &str| Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m));
-    let Some(given) = given else {
-        return unauthorized("this core requires a token: send the header 'Authorization: Bearer <token>'");
-    };
-    let presented = given.as_bytes().strip_prefix(b"Bearer ").unwrap_or(b"");
-    if !same_bytes(presented, token.as_bytes()) {
-        return unauthorized("wrong token");
-    }
-    Ok(())
-}
-
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
@@ -293,18 +288,6 @@ fn service_id(id: Option<&str>) -> Result<cumulo_router::ServiceId, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn token_check() {
-        let h = |s: &str| header::HeaderValue::from_str(s).unwrap();
-        assert!(authorize(None, None).is_ok());
-        assert!(authorize(Some("abc"), Some(&h("Bearer abc"))).is_ok());
-        for wrong in ["Bearer abd", "Bearer ab", "abc", "Basic abc", "Bearer abc "] {
-            let e = authorize(Some("abc"), Some(&h(wrong))).unwrap_err();
-            assert_eq!((e.status, e.code), (StatusCode::UNAUTHORIZED, "unauthorized"), "{wrong}");
-        }
-        assert!(authorize(Some("abc"), None).unwrap_err().message.contains("Authorization: Bearer"));
-    }
 
     #[test]
     fn refusal_is_json_of_its_content_length() {

@@ -177,6 +177,14 @@ pub async fn render(ctx: &AdminContext) -> String {
     p.sample("cumulo_build_info", &[("version", env!("CARGO_PKG_VERSION"))], 1);
     p.header("cumulo_uptime_seconds", "gauge", "Seconds since the core started.");
     p.sample("cumulo_uptime_seconds", &[], ctx.started.elapsed().as_secs_f64());
+    p.header("cumulo_admin_auth_failures_total", "counter", "Admin API calls refused 401: no token, or a wrong one.");
+    p.sample("cumulo_admin_auth_failures_total", &[], ctx.auth.failures());
+    p.header(
+        "cumulo_admin_auth_throttled_total",
+        "counter",
+        "Admin API calls refused 429, their address having failed to authenticate too often.",
+    );
+    p.sample("cumulo_admin_auth_throttled_total", &[], ctx.auth.refused());
 
     if let Some(u) = ProcessUsage::read() {
         p.header("process_cpu_seconds_total", "counter", "User and system CPU time of the core process.");

@@ -15,11 +15,13 @@ pub struct ApiError {
     pub message: String,
     /// The offending field, for validation errors.
     pub field: Option<String>,
+    /// Seconds to wait before trying again (`Retry-After`), for a 429.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), field: None }
+        ApiError { status, code, message: message.into(), field: None, retry_after: None }
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
@@ -34,7 +36,7 @@ impl ApiError {
     pub fn invalid(field: String, reason: String) -> ApiError {
         let message = if field.is_empty() { reason } else { format!("{field}: {reason}") };
         let field = (!field.is_empty()).then_some(field);
-        ApiError { status: StatusCode::BAD_REQUEST, code: "invalid_service", message, field }
+        ApiError { status: StatusCode::BAD_REQUEST, code: "invalid_service", message, field, retry_after: None }
     }
 
     pub fn into_response(self) -> Response<Body> {
@@ -46,6 +48,9 @@ impl ApiError {
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"cumulo\""));
+        }
+        if let Some(secs) = self.retry_after {
+            r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
         }
         r
     }

@@ -2,6 +2,8 @@
 //! the test that checks the OpenAPI document (docs/admin-openapi.json)
 //! against what the server really answers.
 
+use cumulo_config::Role;
+
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -32,6 +34,7 @@ pub enum Route {
     Dashboard,
     DashboardScript,
     DashboardStyle,
+    WhoAmI,
 }
 
 impl Route {
@@ -39,6 +42,19 @@ impl Route {
     /// hold no data (every call the page makes carries the token).
     pub fn is_public(self) -> bool {
         matches!(self, Route::Dashboard | Route::DashboardScript | Route::DashboardStyle)
+    }
+
+    /// The role a token needs for this call: `operate` for every call that
+    /// changes something (a new route must be placed here to compile).
+    pub fn needs(self) -> Role {
+        use Route::*;
+        match self {
+            AddServices | UpdateService | RemoveService | RestartService | SetLogLevel | CloseWebSocket
+            | QueueReplay | QueuePurge => Role::Operate,
+            ListServices | GetService | Subscriptions | Nodes | GetLogLevel | Status | OpenApi | Metrics
+            | WebSockets | Stats | Logs | Reports | Queues | QueueDeadLetters | HttpClients | Cron | Dashboard
+            | DashboardScript | DashboardStyle | WhoAmI => Role::Read,
+        }
     }
 }
 
@@ -71,6 +87,7 @@ pub const ROUTES: &[(&str, &str, Route)] = &[
     ("GET", "/dashboard", Route::Dashboard),
     ("GET", "/dashboard/app.js", Route::DashboardScript),
     ("GET", "/dashboard/app.css", Route::DashboardStyle),
+    ("GET", "/v1/whoami", Route::WhoAmI),
 ];
 
 #[derive(Debug, PartialEq, Eq)]
@@ -128,6 +145,13 @@ mod tests {
         assert_eq!(find("GET", "/v2/services"), Err(Miss::NotFound));
         assert_eq!(find("GET", "/"), Err(Miss::NotFound));
         assert_eq!(find("GET", "/metrics"), Ok((Route::Metrics, None)));
+    }
+
+    #[test]
+    fn only_plain_reads_are_open_to_a_read_token() {
+        for &(m, t, r) in ROUTES {
+            assert_eq!(r.needs() == Role::Read, m == "GET", "{m} {t}");
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@ macro_rules! examples {
             "Examples:\n",
             $("  ", $line, "\n",)+
             "\nThe core is reached at http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,\n",
-            "with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE;\n",
+            "with --token / CUMULO_ADMIN_TOKEN, --token-file / CUMULO_ADMIN_TOKEN_FILE,\n",
+            "or the [admin] section of --config FILE;\n",
             "-o json prints the admin API's answer (docs/ADMIN.md)."
         )
     };

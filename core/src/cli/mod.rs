@@ -22,8 +22,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where the admin API is: `--admin`/`--token`, else `CUMULO_ADMIN`/
-/// `CUMULO_ADMIN_TOKEN`, else the `[admin]` section of `--config`, else
-/// http://127.0.0.1:7311 without a token.
+/// `CUMULO_ADMIN_TOKEN`, else the token in `--token-file` /
+/// `CUMULO_ADMIN_TOKEN_FILE`, else the `[admin]` section of `--config`,
+/// else http://127.0.0.1:7311 without a token.
 #[derive(Args, Debug, Clone)]
 pub struct AdminArgs {
     /// The admin API, e.g. http://127.0.0.1:7311.
@@ -32,6 +33,9 @@ pub struct AdminArgs {
     /// Bearer token, if the core's [admin] section sets one.
     #[arg(long, global = true, help_heading = ADMIN_HEADING, env = "CUMULO_ADMIN_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// Read the bearer token from this file (only its owner may read it).
+    #[arg(long, global = true, help_heading = ADMIN_HEADING, env = "CUMULO_ADMIN_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Read the admin address and token from this core config file.
     #[arg(short, long, global = true, help_heading = ADMIN_HEADING, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -169,7 +173,11 @@ pub fn client(a: &AdminArgs) -> Result<AdminClient, String> {
         }
         (None, None) => format!("http://127.0.0.1:{DEFAULT_ADMIN_PORT}"),
     };
-    let token = a.token.clone().or_else(|| from_file.and_then(|c| c.token));
+    let token = match (&a.token, &a.token_file) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(file)) => Some(cumulo_config::read_token_file(file)?),
+        (None, None) => from_file.and_then(|c| c.client_token().map(str::to_string)),
+    };
     AdminClient::new(&url, token)
 }
 
@@ -184,7 +192,11 @@ fn call(c: &AdminClient, method: Method, path: &str, body: Option<&Value>) -> Re
         Err(_) => ("error".to_string(), String::from_utf8_lossy(&reply.body).into_owned()),
     };
     let hint = match reply.status {
-        401 => "\n  give the admin token with --token or CUMULO_ADMIN_TOKEN (or --config with the core's config file)",
+        401 => {
+            "\n  give the admin token with --token, CUMULO_ADMIN_TOKEN, --token-file or CUMULO_ADMIN_TOKEN_FILE \
+                (or --config with the core's config file)"
+        }
+        403 => "\n  this token may only read: changes need a token with the role operate",
         _ => "",
     };
     Err(format!("{message} ({code}, HTTP {}){hint}", reply.status))
@@ -541,6 +553,7 @@ mod tests {
         let args = |admin: Option<&str>, config: Option<&Path>| AdminArgs {
             admin: admin.map(String::from),
             token: None,
+            token_file: None,
             config: config.map(Path::to_path_buf),
             output: Output::Text,
         };

@@ -81,6 +81,13 @@ impl TestCore {
         TestCore::start_full(services, token, keepalive_ms, &format!("threads = {}", test_threads()))
     }
 
+    /// A core whose token is read from `file` (`[admin] token_file`);
+    /// `token` is what the file holds, for the calls of the test.
+    pub fn start_token_file(file: &Path, token: &str) -> TestCore {
+        let admin = format!("token_file = {}", toml_str(file));
+        TestCore::start_admin("", &admin, Some(token), 1000, &format!("threads = {}", test_threads()))
+    }
+
     /// A core on `threads` threads (`core.threads`), whatever the suite's.
     pub fn start_threads(services: &str, threads: u32) -> TestCore {
         TestCore::start_full(services, None, 1000, &format!("threads = {threads}"))
@@ -95,6 +102,19 @@ impl TestCore {
     /// `core_keys`: lines of the `[core]` section besides the socket and
     /// keep-alive (the threads).
     fn start_full(services: &str, token: Option<&str>, keepalive_ms: u32, core_keys: &str) -> TestCore {
+        let token_line = token.map(|t| format!("token = \"{t}\"")).unwrap_or_default();
+        TestCore::start_admin(services, &token_line, token, keepalive_ms, core_keys)
+    }
+
+    /// `admin_keys`: lines of the `[admin]` section besides the port;
+    /// `token`: the token the test's calls carry.
+    fn start_admin(
+        services: &str,
+        admin_keys: &str,
+        token: Option<&str>,
+        keepalive_ms: u32,
+        core_keys: &str,
+    ) -> TestCore {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("cumulo-e2e-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -103,9 +123,8 @@ impl TestCore {
         // A freed port may be taken again before the core binds it: retry.
         for _ in 0..5 {
             let port = free_port();
-            let token_line = token.map(|t| format!("token = \"{t}\"\n")).unwrap_or_default();
             let text = format!(
-                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\n{core_keys}\n\n[admin]\nport = {port}\n{token_line}\n{services}\n",
+                "[core]\nsocket = \"{}\"\nkeepalive = {keepalive_ms}\n{core_keys}\n\n[admin]\nport = {port}\n{admin_keys}\n\n{services}\n",
                 socket.display(),
             );
             let config = dir.join("cumulo.toml");
@@ -286,7 +305,29 @@ impl Drop for TestCore {
 
 /// One HTTP/1.1 request on its own connection.
 pub fn raw_http(port: u16, method: &str, path: &str, body: Option<&str>, token: Option<&str>) -> std::io::Result<Http> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    raw_http_from(None, port, method, path, body, token)
+}
+
+/// `raw_http` from the loopback address `source` (127.0.0.2, ...) when
+/// given: the admin API tells its callers apart by address.
+pub fn raw_http_from(
+    source: Option<std::net::Ipv4Addr>,
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    token: Option<&str>,
+) -> std::io::Result<Http> {
+    let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = match source {
+        None => TcpStream::connect(to)?,
+        Some(ip) => {
+            let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+            socket.bind(&std::net::SocketAddr::from((ip, 0)).into())?;
+            socket.connect(&to.into())?;
+            socket.into()
+        }
+    };
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     let body = body.unwrap_or("");
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();

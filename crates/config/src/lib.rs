@@ -4,13 +4,13 @@
 //! fully commented example. Invalid files are refused with the file, the field
 //! and the reason.
 
+pub mod admin;
 pub mod cluster;
 mod trust;
 
-pub use trust::{
-    check_token, expand as expand_acl, read_token_file, AclGroups, Anonymous, ClientConfig, MAX_ACL_PATTERNS,
-    MAX_CLIENTS,
-};
+pub use trust::{check_token, expand as expand_acl, AclGroups, Anonymous, ClientConfig, MAX_ACL_PATTERNS, MAX_CLIENTS};
+
+pub use admin::{read_token_file, AdminConfig, AdminToken, Role, DEFAULT_ADMIN_PORT};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -83,66 +83,6 @@ pub const NODE_QUEUE_LIMIT: u32 = 65_536;
 /// Largest window an instance may be granted: bounds the memory one instance
 /// can pin in the core.
 pub const MAX_WINDOW: u32 = 1024;
-/// Default port of the admin API (HTTP/JSON), next to the instances' 7310.
-pub const DEFAULT_ADMIN_PORT: u16 = 7311;
-
-/// The admin API: HTTP/JSON on `address:port` (port 0: no admin API).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(from = "AdminTable")]
-pub struct AdminConfig {
-    /// An IP address; loopback by default so only local users can reach it.
-    pub address: String,
-    pub port: u16,
-    /// Whether `port` was set in the file rather than left at its default:
-    /// a port the operator asked for that is in use stops the start; the
-    /// default one in use only turns the admin API off, with a warning
-    /// (`admin::bind`).
-    #[serde(skip)]
-    pub port_set: bool,
-    /// Bearer token every call must present. Required off loopback.
-    #[serde(skip_serializing)]
-    pub token: Option<String>,
-}
-
-impl Default for AdminConfig {
-    fn default() -> Self {
-        AdminConfig { address: "127.0.0.1".into(), port: DEFAULT_ADMIN_PORT, port_set: false, token: None }
-    }
-}
-
-/// The `[admin]` table as written: what it leaves out takes the default.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AdminTable {
-    address: Option<String>,
-    port: Option<u16>,
-    token: Option<String>,
-}
-
-impl From<AdminTable> for AdminConfig {
-    fn from(t: AdminTable) -> AdminConfig {
-        let d = AdminConfig::default();
-        AdminConfig {
-            address: t.address.unwrap_or(d.address),
-            port: t.port.unwrap_or(d.port),
-            port_set: t.port.is_some(),
-            token: t.token,
-        }
-    }
-}
-
-impl AdminConfig {
-    pub fn enabled(&self) -> bool {
-        self.port != 0
-    }
-
-    /// The socket address to listen on (valid once the config was validated).
-    pub fn socket_addr(&self) -> std::net::SocketAddr {
-        let ip: std::net::IpAddr = self.address.parse().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into());
-        std::net::SocketAddr::new(ip, self.port)
-    }
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CoreConfig {
@@ -533,8 +473,10 @@ impl Config {
         for s in &mut cfg.services {
             resolve_file_settings(s, &cfg.base_dir, catalogue);
         }
-        cfg.validate(catalogue).map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
-        cfg.resolve_trust().map_err(|(field, reason)| ConfigError { file: file.to_string(), field, reason })?;
+        let at = |(field, reason)| ConfigError { file: file.to_string(), field, reason };
+        cfg.admin.read_token_files(&cfg.base_dir).map_err(at)?;
+        cfg.validate(catalogue).map_err(at)?;
+        cfg.resolve_trust().map_err(at)?;
         Ok(cfg)
     }
 
@@ -578,7 +520,7 @@ impl Config {
             return err("core.max_subscriptions", "must be at least 1");
         }
         validate_options("core.unmanaged", &c.unmanaged)?;
-        validate_admin(&self.admin)?;
+        admin::validate(&self.admin)?;
         if let Some(cluster) = &self.cluster {
             cluster::validate(cluster)?;
         }
@@ -741,28 +683,6 @@ pub fn validate_service(at: &str, s: &ServiceConfig, catalogue: &Catalogue) -> R
         ));
     }
     validate_options(at, &s.options())
-}
-
-fn validate_admin(a: &AdminConfig) -> Result<(), (String, String)> {
-    let err = |f: &str, r: String| Err((f.to_string(), r));
-    let ip: std::net::IpAddr = match a.address.parse() {
-        Ok(ip) => ip,
-        Err(_) => return err("admin.address", format!("'{}' is not an IP address (e.g. 127.0.0.1 or ::1)", a.address)),
-    };
-    match &a.token {
-        Some(t) if t.is_empty() => return err("admin.token", "must not be empty (leave it out for no token)".into()),
-        Some(t) if !t.bytes().all(|b| b.is_ascii_graphic()) => {
-            return err("admin.token", "must be printable ASCII without spaces (it travels in an HTTP header)".into())
-        }
-        None if a.enabled() && !ip.is_loopback() => {
-            return err(
-                "admin.token",
-                format!("required when admin.address ({}) is not a loopback address: anyone who can reach it could run programs", a.address),
-            )
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 fn validate_options(at: &str, o: &ServiceOptions) -> Result<(), (String, String)> {

@@ -85,7 +85,7 @@ fn admin_defaults_to_loopback_without_token() {
     let cfg = parse("").unwrap();
     assert_eq!(cfg.admin.address, "127.0.0.1");
     assert_eq!(cfg.admin.port, DEFAULT_ADMIN_PORT);
-    assert!(cfg.admin.token.is_none() && cfg.admin.enabled());
+    assert!(cfg.admin.tokens.is_empty() && cfg.admin.enabled());
     assert!(!cfg.admin.port_set, "the default port was not asked for");
     let set = parse("[admin]\nport = 7311").unwrap().admin;
     assert!(set.port_set && set.port == DEFAULT_ADMIN_PORT, "the default port written in the file is asked for");
@@ -100,7 +100,8 @@ fn admin_off_loopback_needs_a_token() {
     assert_eq!(e.field, "admin.token");
     assert!(e.reason.contains("not a loopback address"), "{e}");
     let ok = parse("[admin]\naddress = \"0.0.0.0\"\ntoken = \"s3cret-t0ken\"").unwrap();
-    assert_eq!(ok.admin.token.as_deref(), Some("s3cret-t0ken"));
+    assert_eq!(ok.admin.client_token(), Some("s3cret-t0ken"));
+    assert_eq!((ok.admin.tokens[0].name.as_str(), ok.admin.tokens[0].role), ("admin", Role::Operate));
     // disabled: no listener, so no token needed
     assert!(parse("[admin]\naddress = \"0.0.0.0\"\nport = 0").is_ok());
     let cases = [
@@ -115,6 +116,93 @@ fn admin_off_loopback_needs_a_token() {
         assert_eq!(e.field, field, "{text}: {e}");
         assert!(e.to_string().contains(reason), "{reason:?} not in {e}");
     }
+}
+
+/// A folder of its own under the temporary one, for token files.
+fn token_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cumulo-config-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write_secret(path: &Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn admin_tokens_with_roles_written_or_in_files() {
+    let dir = token_dir("roles");
+    write_secret(&dir.join("grafana.token"), "read-secret\n", 0o600);
+    write_secret(&dir.join("ops.token"), "ops-secret", 0o400);
+    let text = r#"
+        [admin]
+        address = "0.0.0.0"
+        token_file = "ops.token"
+        [[admin.tokens]]
+        name = "grafana"
+        role = "read"
+        token_file = "grafana.token"
+        [[admin.tokens]]
+        name = "deploy"
+        role = "operate"
+        token = "deploy-secret"
+        "#;
+    let cfg = Config::parse(text, "t.toml", dir.clone(), &CATALOGUE).unwrap();
+    let got: Vec<_> = cfg.admin.tokens.iter().map(|t| (t.name.as_str(), t.role, t.secret.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("admin", Role::Operate, "ops-secret"),
+            ("grafana", Role::Read, "read-secret"),
+            ("deploy", Role::Operate, "deploy-secret")
+        ]
+    );
+    assert_eq!(cfg.admin.client_token(), Some("ops-secret"), "an operate token first");
+    // only read tokens off loopback: accepted (nobody can change anything)
+    let read_only = "[admin]\naddress = \"0.0.0.0\"\n[[admin.tokens]]\nname = \"g\"\nrole = \"read\"\ntoken = \"r\"\n";
+    let cfg = parse(read_only).unwrap();
+    assert_eq!((cfg.admin.tokens.len(), cfg.admin.client_token()), (1, Some("r")), "else a read one");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn admin_token_files_missing_empty_or_open_to_others_are_refused() {
+    let dir = token_dir("files");
+    write_secret(&dir.join("open.token"), "s3cret", 0o644);
+    write_secret(&dir.join("group.token"), "s3cret", 0o620);
+    write_secret(&dir.join("empty.token"), "\n", 0o600);
+    let cases = [
+        ("token_file = \"open.token\"", "admin.token_file", "open to other users (mode 644)"),
+        ("token_file = \"group.token\"", "admin.token_file", "chmod 600"),
+        ("token_file = \"empty.token\"", "admin.token_file", "is empty"),
+        ("token_file = \"missing.token\"", "admin.token_file", "cannot read the token file"),
+        ("token = \"x\"\ntoken_file = \"empty.token\"", "admin.token", "not both"),
+        ("[[admin.tokens]]\nname = \"g\"\nrole = \"read\"\ntoken_file = \"open.token\"", "admin.tokens[0].token_file", "mode 644"),
+        ("[[admin.tokens]]\nname = \"g\"\nrole = \"read\"", "admin.tokens[0].token", "give token or token_file"),
+        ("[[admin.tokens]]\nname = \"g\"\nrole = \"admin\"\ntoken = \"x\"", "", "unknown variant `admin`"),
+        ("[[admin.tokens]]\nname = \"g\"\ntoken = \"x\"", "", "missing field `role`"),
+        ("[[admin.tokens]]\nname = \"two words\"\nrole = \"read\"\ntoken = \"x\"", "admin.tokens[0].name", "without spaces"),
+        (
+            "token = \"x\"\n[[admin.tokens]]\nname = \"g\"\nrole = \"read\"\ntoken = \"x\"",
+            "admin.tokens[0].token",
+            "the same token as admin",
+        ),
+        (
+            "[[admin.tokens]]\nname = \"g\"\nrole = \"read\"\ntoken = \"x\"\n[[admin.tokens]]\nname = \"g\"\nrole = \"read\"\ntoken = \"y\"",
+            "admin.tokens[1].name",
+            "also the name of admin.tokens[0]",
+        ),
+    ];
+    for (keys, field, reason) in cases {
+        let text = format!("[admin]\n{keys}\n");
+        let e = Config::parse(&text, "t.toml", dir.clone(), &CATALOGUE).unwrap_err();
+        assert_eq!(e.field, field, "{keys}: {e}");
+        assert!(e.to_string().contains(reason), "{reason:?} not in {e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -14,8 +14,6 @@ pub const MAX_ACL_PATTERNS: usize = 1024;
 pub const MAX_CLIENTS: usize = 1024;
 /// How deep one `[acl]` group may name another.
 const MAX_GROUP_DEPTH: usize = 8;
-/// Largest token file read, bytes.
-const MAX_TOKEN_FILE: u64 = 4096;
 
 /// What an instance that presents no token (an unmanaged tool, a test, a
 /// load generator) may do on one listener.
@@ -143,26 +141,6 @@ pub fn expand(list: &[String], groups: &AclGroups) -> Result<Vec<String>, String
     Ok(walk.out)
 }
 
-/// Reads a token file: private to its owner, one line, printable ASCII.
-pub fn read_token_file(path: &Path) -> Result<String, String> {
-    use std::os::unix::fs::MetadataExt;
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "{shown} may be read by other users (mode {:o}): chmod 600 it, as for an ssh key",
-            meta.mode() & 0o777
-        ));
-    }
-    if meta.len() > MAX_TOKEN_FILE {
-        return Err(format!("{shown} is {} bytes; a token file holds one token", meta.len()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let token = text.trim_end_matches(['\n', '\r']);
-    check_token(token).map_err(|why| format!("{shown}: {why}"))?;
-    Ok(token.to_string())
-}
-
 /// A token: printable ASCII without spaces, 16 bytes or more.
 pub fn check_token(token: &str) -> Result<(), String> {
     if token.len() < 16 {
@@ -196,7 +174,11 @@ pub fn resolve_clients(clients: &mut [ClientConfig], groups: &AclGroups, base: &
                 check_token(t).map_err(|why| (at("token"), why))?;
                 Some(t.clone())
             }
-            (None, Some(f)) => Some(read_token_file(&base.join(f)).map_err(|why| (at("token_file"), why))?),
+            (None, Some(f)) => {
+                let t = crate::admin::read_token_file(&base.join(f)).map_err(|why| (at("token_file"), why))?;
+                check_token(&t).map_err(|why| (at("token_file"), why))?;
+                Some(t)
+            }
         };
         if c.prefixes.is_empty() {
             return Err((at("prefixes"), "name at least one prefix its HELLO may claim".into()));

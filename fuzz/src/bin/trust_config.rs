@@ -2,12 +2,12 @@
 //! `dest_list_allow` / `dest_list_deny` lists naming them are checked and
 //! expanded, or refused with a reason, never a panic; what is accepted is
 //! only valid patterns, each once, at most `MAX_ACL_PATTERNS`. Token files
-//! are read or refused the same way; an accepted token is one line of
-//! printable ASCII. Entries are drawn from a small alphabet half the time,
+//! are read or refused the same way; what is read has no line end, and a
+//! token `check_token` accepts is printable ASCII. Entries are drawn from a small alphabet half the time,
 //! so that group names that name each other (and cycles) are frequent.
 #![no_main]
 
-use cumulo_config::{expand_acl, read_token_file, AclGroups, MAX_ACL_PATTERNS};
+use cumulo_config::{check_token, expand_acl, read_token_file, AclGroups, MAX_ACL_PATTERNS};
 use libfuzzer_sys::fuzz_target;
 
 const ALPHABET: &[u8] = b"ab/*?/ab/cx";
@@ -44,7 +44,10 @@ fuzz_target!(|input: (bool, Vec<(Vec<u8>, Vec<Vec<u8>>)>, Vec<Vec<u8>>, Vec<u8>)
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         if let Ok(token) = read_token_file(&path) {
-            assert!(token.len() >= 16 && token.bytes().all(|b| b.is_ascii_graphic()), "{token:?}");
+            assert!(!token.is_empty() && !token.ends_with('\n'), "{token:?}");
+            if check_token(&token).is_ok() {
+                assert!(token.len() >= 16 && token.bytes().all(|b| b.is_ascii_graphic()), "{token:?}");
+            }
         }
     }
 });

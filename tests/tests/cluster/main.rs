@@ -5,4 +5,5 @@ mod common;
 mod faults;
 mod limits;
 mod membership;
+mod permissions;
 mod routing;

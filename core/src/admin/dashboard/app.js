@@ -1,7 +1,9 @@
 // The cumulo dashboard: polls the admin API once a second and draws what it
 // gets. No framework and no build step: this file is served as written.
 // Every call carries the token (Authorization: Bearer), taken from the URL
-// fragment (#token=...) or asked for when the core answers 401.
+// fragment (#token=...) or asked for when the core answers 401. With a
+// read token (GET /v1/whoami) the page hides every button that changes
+// something: the elements of class "operate".
 "use strict";
 
 const POLL_MS = 1000;
@@ -14,6 +16,7 @@ const LEVELS = ["error", "warn", "info", "debug", "trace"];
 const $ = (sel) => document.querySelector(sel);
 const state = {
   token: "",
+  role: null,                      // "read" or "operate", from /v1/whoami
   snapshots: [],                   // recent /v1/stats answers (for windows)
   points: [],                      // chart: {t, rate, p50, p99}
   services: [],                    // last /v1/services answer, with computed columns
@@ -148,9 +151,9 @@ function newRow(s) {
     tr.appendChild(td);
   }
   const procs = tr.querySelector("td.processes");
-  procs.innerHTML = '<span class="count"></span> <input type="number" min="0" max="1024" class="scale-to" aria-label="processes"> <button class="scale">scale</button>';
+  procs.innerHTML = '<span class="count"></span> <input type="number" min="0" max="1024" class="scale-to operate" aria-label="processes"> <button class="scale operate">scale</button>';
   tr.querySelector("td.actions").innerHTML =
-    '<button class="restart">restart</button><button class="subscriptions">subscriptions</button><button class="remove">remove</button>';
+    '<button class="restart operate">restart</button><button class="subscriptions">subscriptions</button><button class="remove operate">remove</button>';
   procs.querySelector("button.scale").onclick = () => scale(s.id, tr);
   tr.querySelector("button.restart").onclick = () => act("POST", "/v1/services/" + s.id + "/restart", null, "restart of service " + s.id + " requested");
   tr.querySelector("button.remove").onclick = () => {
@@ -160,7 +163,17 @@ function newRow(s) {
   return tr;
 }
 
+/** Shows or hides what only an operate token may use. */
+function applyRole(role) {
+  state.role = role;
+  const readOnly = role === "read";
+  document.body.classList.toggle("read-only", readOnly);
+  $("#role").hidden = !readOnly;
+  $("#log-level").readOnly = readOnly;
+}
+
 async function act(method, path, body, done) {
+  if (state.role === "read") return notify("this token may only read: " + method + " " + path + " needs the role operate", true);
   try {
     await api(method, path, body === null ? undefined : body);
     notify(done);
@@ -322,7 +335,7 @@ function renderQueues(v) {
     for (const [op, label] of [["replay", "replay"], ["purge", "purge"]]) {
       const b = document.createElement("button");
       b.textContent = label;
-      b.className = op;
+      b.className = op + " operate";
       b.disabled = q.dead_letters === 0;
       b.onclick = () => act("POST", path(op), undefined, q.prefix + ": " + op + " of " + q.dead_letters + " dead letters");
       td.appendChild(b);
@@ -480,7 +493,9 @@ function drawChart() {
 
 async function poll() {
   try {
-    const [status, stats, services] = await Promise.all([api("GET", "/v1/status"), api("GET", "/v1/stats"), api("GET", "/v1/services")]);
+    const [whoami, status, stats, services] = await Promise.all(
+      [api("GET", "/v1/whoami"), api("GET", "/v1/status"), api("GET", "/v1/stats"), api("GET", "/v1/services")]);
+    applyRole(whoami.role);
     addSnapshot(stats);
     state.services = services.services;
     renderServices(state.services);
