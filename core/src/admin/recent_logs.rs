@@ -68,7 +68,7 @@ pub fn since(after: u64) -> (Vec<Line>, u64, u64) {
     let r = ring().lock().unwrap_or_else(|e| e.into_inner());
     let last = r.next_seq - 1;
     let first_kept = r.lines.front().map_or(r.next_seq, |l| l.seq);
-    let missed = first_kept.saturating_sub(after + 1);
+    let missed = first_kept.saturating_sub(after.saturating_add(1));
     let lines = r.lines.iter().filter(|l| l.seq > after).take(MAX_PER_CALL).cloned().collect();
     (lines, last, missed)
 }
