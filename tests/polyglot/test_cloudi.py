@@ -52,7 +52,10 @@ def ports():
 def core(ports) -> Core:
     services = [
         {"prefix": CLOUDI, "path": str(PYTHON), "args": [str(SERVICES / "cloudi_service.py")], "protocol": "cloudi",
-         "count_process": 1, "count_thread": 3, "timeout_terminate": 3000},
+         "count_process": 1, "count_thread": 3, "timeout_terminate": 3000,
+         # Its send rules (docs/SECURITY.md): /secret/ is served, but not to it.
+         "dest_list_deny": ["/secret/*"]},
+        {"prefix": "/secret/", "internal": "echo"},
         {"prefix": CLOUDI_RUST, "path": str(EXAMPLES.parent / "target" / "release" / "polyglot_cloudi_service"),
          "protocol": "cloudi", "count_process": 1, "count_thread": 3, "timeout_terminate": 3000},
         http_req("python"),
@@ -127,6 +130,31 @@ def test_native_to_cloudi_sees_name_pattern_info_priority(api):
 def test_cloudi_send_sync_to_others(api, target, body, expected):
     _, response = api.send_sync(CLOUDI + "send_sync", call(target, body))
     assert response == expected
+
+
+def test_a_cloudi_sender_is_held_to_its_dest_list_deny(api, ports):
+    def denied() -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports['admin']}/metrics", timeout=10) as r:
+            line = next(l for l in r.read().decode().splitlines() if l.startswith("cumulo_denied_total "))
+        return int(line.split()[1])
+
+    before = denied()
+    for kind in ("send_sync", "send_async"):
+        t = time.monotonic()
+        _, response = api.send_sync(CLOUDI + kind, call("/secret/x", b"hi", timeout=5000), timeout=10_000)
+        # CloudI has no error statuses: a refused send is the null trans_id
+        # (the service answers "timeout"), at once rather than at 5 s.
+        assert response == b"timeout", (kind, response)
+        assert time.monotonic() - t < 2.5, kind
+    # A refused forward is answered to the original sender: UNAUTHORIZED.
+    with pytest.raises(cumulo.CumuloError) as refused:
+        api.send_sync(CLOUDI + "forward", call("/secret/x", b"hi"), timeout=10_000)
+    assert refused.value.status == cumulo.Status.UNAUTHORIZED, refused.value
+    assert denied() >= before + 3
+    # A sender without rules (this native client) is served there.
+    assert api.send_sync("/secret/x", b"hi")[1] == b"hi"
+    # And the CloudI service still sends to what its rules allow.
+    assert api.send_sync(CLOUDI + "send_sync", call("/echo/x", b"hello"))[1] == b"hello"
 
 
 def test_cloudi_send_async_and_recv_async(api):

@@ -244,3 +244,36 @@ fn mcast_sends_one_copy_per_instance_across_nodes() {
     tags.sort();
     assert_eq!(tags, ["a", "b", "b", "c", "c", "c"]);
 }
+
+/// Send rules (docs/SECURITY.md) hold across nodes: a sender on node a is
+/// refused a name served only on node b by its own rules, on a, with the
+/// same UNAUTHORIZED a local name gets; what its rules allow crosses as
+/// before, and a sender without rules on a is served by b.
+#[test]
+fn a_senders_rules_hold_for_names_served_on_another_node() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(tagged!("/open/", "b")).service(tagged!("/secret/", "b")));
+    let token = "app-0123456789abcdef";
+    let a = Core::start(node(&urls, "a", 1).table(&format!(
+        "[[client]]\nname = \"app\"\ntoken = {}\nprefixes = [\"/app/\"]\ndest_list_allow = [\"/open/*\"]",
+        q(token)
+    )));
+    let mut plain = a.client();
+    wait_reachable(&mut plain, "/open/x", ms(10_000));
+    wait_reachable(&mut plain, "/secret/x", ms(10_000));
+    let mut app = Api::connect(Options { token: token.into(), ..Options::unmanaged(a.socket_str(), "/app/") }).unwrap();
+    let r = app.send_sync("/open/x", b"", b"", opts(5000)).unwrap();
+    assert_eq!(field(&r, "tag"), "b", "answered on node b");
+    for name in ["/secret/x", "/nobody/x"] {
+        let e = app.send_sync(name, b"", b"", opts(5000));
+        assert_eq!(status(&e), Status::Unauthorized, "{name}");
+    }
+    let ids = app.mcast_async("/secret/m", b"", b"", opts(5000)).unwrap();
+    for id in ids {
+        let (_, r) = app.recv_async(Some(id), ms(5000)).unwrap().unwrap();
+        assert_eq!(status(&r), Status::Unauthorized, "mcast to a refused name on another node");
+    }
+    let r = plain.send_sync("/secret/x", b"", b"", opts(5000)).unwrap();
+    assert_eq!(field(&r, "tag"), "b", "a sender without rules is served there");
+}
