@@ -98,6 +98,11 @@ pub(crate) struct Acl {
 
 #[derive(Default)]
 struct Cache {
+    /// The name decided last and its decision: a sender mostly sends to
+    /// the same name again, and comparing it costs less than hashing it.
+    /// Its buffer is reused (no allocation per change of name).
+    last_name: String,
+    last: Option<bool>,
     decisions: ahash::AHashMap<Box<str>, bool>,
     bytes: usize,
 }
@@ -119,18 +124,26 @@ impl Acl {
 
     /// Whether this instance may send to `name`; `Err` says why not.
     pub(crate) fn check(&self, name: &str) -> Result<(), String> {
-        let cached = self.cache.borrow().decisions.get(name).copied();
-        let allowed = match cached {
-            Some(a) => a,
-            None => {
-                let a = self.decide(name);
-                let mut c = self.cache.borrow_mut();
-                if c.decisions.len() >= ACL_CACHE_NAMES || c.bytes + name.len() > ACL_CACHE_BYTES {
-                    c.decisions.clear();
-                    c.bytes = 0;
-                }
-                c.bytes += name.len();
-                c.decisions.insert(name.into(), a);
+        let mut c = self.cache.borrow_mut();
+        let allowed = match c.last {
+            Some(a) if c.last_name == name => a,
+            _ => {
+                let a = match c.decisions.get(name) {
+                    Some(a) => *a,
+                    None => {
+                        let a = self.decide(name);
+                        if c.decisions.len() >= ACL_CACHE_NAMES || c.bytes + name.len() > ACL_CACHE_BYTES {
+                            c.decisions.clear();
+                            c.bytes = 0;
+                        }
+                        c.bytes += name.len();
+                        c.decisions.insert(name.into(), a);
+                        a
+                    }
+                };
+                c.last_name.clear();
+                c.last_name.push_str(name);
+                c.last = Some(a);
                 a
             }
         };
