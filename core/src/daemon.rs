@@ -92,6 +92,7 @@ pub(crate) fn new_core(cfg: &Config) -> Shared {
 /// Shard 0 (the only one with `core.threads` = 1): the listeners, the
 /// supervisor, the admin API and the cluster.
 async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<Stats> {
+    let mut signals = ShutdownSignals::install();
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
     let core = new_core(&cfg);
@@ -162,7 +163,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
         socket.display()
     );
 
-    let why = shutdown_signal().await;
+    let why = signals.recv().await;
     tracing::info!("{why}: shutting down (stopping services, failing queued requests)");
     if let Some(t) = admin_task {
         t.abort();
@@ -223,13 +224,30 @@ async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::
     Ok(l)
 }
 
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
+/// SIGTERM and SIGINT, caught from the start of `serve`: a signal that
+/// comes while the core is still starting (its socket already bound, so a
+/// client or a test may already send it) waits for the start to finish and
+/// then shuts the core down cleanly, instead of killing it by the default
+/// action.
+struct ShutdownSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn install() -> ShutdownSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        ShutdownSignals {
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+        }
+    }
+
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
     }
 }
 
