@@ -93,6 +93,7 @@ pub(crate) fn new_core(cfg: &Config) -> Shared {
 /// supervisor, the admin API and the cluster.
 async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<Stats> {
     let mut signals = ShutdownSignals::install();
+    tokio::task::spawn_local(reload_on_hangup());
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
     let core = new_core(&cfg);
@@ -110,8 +111,14 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     tokio::task::spawn_local(crate::listener::serve_unix(core.clone(), unix));
     if let Some(addr) = &cfg.core.tcp {
         let l = bind_tcp(addr, cfg.core.allow_remote).await?;
-        tracing::info!("listening for instances on tcp://{}", l.local_addr()?);
-        tokio::task::spawn_local(crate::listener::serve_tcp(core.clone(), l));
+        let tls = tcp_tls(&cfg.core)?;
+        let (scheme, clients) = match (&tls, &cfg.core.tcp_tls_client_ca) {
+            (None, _) => ("tcp", ""),
+            (Some(_), None) => ("TLS over tcp", ""),
+            (Some(_), Some(_)) => ("TLS over tcp", ", client certificates required"),
+        };
+        tracing::info!("listening for instances ({scheme}{clients}) on tcp://{}", l.local_addr()?);
+        tokio::task::spawn_local(crate::listener::serve_tcp(core.clone(), l, tls));
     }
     tokio::task::spawn_local(timer_loop(core.clone()));
 
@@ -215,6 +222,20 @@ async fn wait_until(core: &Shared, done: impl Fn(&Core) -> bool, limit: Duration
     }
 }
 
+/// What `cumulo check` adds to the config's own checks: the files the core
+/// loads at its start (the TCP listener's certificate, key and client CAs).
+pub fn check(cfg: &Config) -> anyhow::Result<()> {
+    tcp_tls(&cfg.core).map(drop)
+}
+
+/// The TCP listener's TLS, when `core.tcp_tls_cert` is set: loaded now, so
+/// that a certificate that does not load stops the start.
+fn tcp_tls(c: &cumulo_config::CoreConfig) -> anyhow::Result<Option<crate::tls::Tls>> {
+    let (Some(cert), Some(key)) = (&c.tcp_tls_cert, &c.tcp_tls_key) else { return Ok(None) };
+    let files = crate::tls::Files { cert: cert.clone(), key: key.clone(), listener: crate::tls::Listener::Tcp };
+    crate::tls::Tls::new(files, c.tcp_tls_client_ca.as_deref()).map(Some).map_err(anyhow::Error::msg)
+}
+
 async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::TcpListener> {
     let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on tcp {addr}"))?;
     let local = l.local_addr()?;
@@ -222,6 +243,18 @@ async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::
         anyhow::bail!("core.tcp = {addr} is not a loopback address; set core.allow_remote = true to accept instances from other hosts");
     }
     Ok(l)
+}
+
+/// SIGHUP: every TLS listener reloads its certificate and key files (the
+/// watchers also reload on their own when the files change). Caught from
+/// the start of `serve`, so that it never kills the core.
+async fn reload_on_hangup() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    while hup.recv().await.is_some() {
+        tracing::info!("SIGHUP: reloading the TLS certificates of the TCP listener and the HTTP gateways");
+        crate::tls::request_reload();
+    }
 }
 
 /// SIGTERM and SIGINT, caught from the start of `serve`: a signal that

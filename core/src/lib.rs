@@ -31,3 +31,4 @@ pub mod internal;
 pub mod listener;
 pub mod shards;
 pub mod supervisor;
+mod tls;

@@ -4,6 +4,7 @@
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
 use crate::shards::handoff::{Adoption, Order, StdSocket};
+use crate::tls::Tls;
 use cumulo_config::ServiceOptions;
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
 use cumulo_router::CloseReason;
@@ -72,17 +73,61 @@ pub async fn serve_unix(core: Shared, listener: UnixListener) {
     }
 }
 
-pub async fn serve_tcp(core: Shared, listener: TcpListener) {
+/// The TCP listener; with `tls`, each connection is a TLS handshake first.
+pub async fn serve_tcp(core: Shared, listener: TcpListener, tls: Option<Tls>) {
     let mut warnings = Throttle::default();
+    let tls = tls.map(Rc::new);
+    if let Some(tls) = &tls {
+        tls.watch();
+    }
     loop {
         match listener.accept().await {
             Ok((stream, addr)) => {
                 let _ = stream.set_nodelay(true);
                 let peer = Peer { label: addr.to_string(), fd: Some(stream.as_raw_fd()), via: Via::Tcp };
-                tokio::task::spawn_local(socket_connection(core.clone(), stream, peer));
+                match &tls {
+                    Some(tls) => tokio::task::spawn_local(tls_connection(core.clone(), tls.clone(), stream, peer)),
+                    None => tokio::task::spawn_local(socket_connection(core.clone(), stream, peer)),
+                };
             }
             Err(e) => accept_error(e, &mut warnings).await,
         }
+    }
+}
+
+/// A TLS connection: the handshake within core.hello_timeout (counted
+/// against core.max_connections), then the instance as over plain TCP. A
+/// peer that speaks plaintext, has no certificate the listener asks for, or
+/// stalls is closed, counted and logged (throttled).
+async fn tls_connection(core: Shared, tls: Rc<Tls>, stream: TcpStream, peer: Peer) {
+    let handshaking = match start_handshake(&core, &peer) {
+        Ok(h) => h,
+        Err(_) => return, // no session to write the refusal in
+    };
+    let timeout = core.borrow().limits().hello_timeout;
+    let why = match tokio::time::timeout(timeout, tls.acceptor.accept(stream)).await {
+        Ok(Ok(session)) => {
+            drop(handshaking);
+            return socket_connection(core, TlsSocket(session), peer).await;
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("not finished within {} ms (core.hello_timeout)", timeout.as_millis()),
+    };
+    tls.listener().count_handshake_failure();
+    core.borrow_mut().handshake_refusals().warn(|n| {
+        format!("refused {n} connection(s) in the handshake; last from {}: TLS handshake: {why}", peer.label)
+    });
+}
+
+/// A TLS session of the TCP listener. Handed to another shard whole: its
+/// socket stays registered with shard 0's runtime, whose reactor wakes the
+/// serving shard, which does the reading, writing and cryptography
+/// (tokio-rustls cannot take a session apart to rebuild it elsewhere).
+struct TlsSocket(tokio_rustls::server::TlsStream<TcpStream>);
+
+impl AsRawFd for TlsSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.get_ref().0.as_raw_fd()
     }
 }
 
@@ -200,6 +245,17 @@ impl Socket for UnixStream {
     }
 }
 
+impl Socket for TlsSocket {
+    type R = tokio::io::ReadHalf<tokio_rustls::server::TlsStream<TcpStream>>;
+    type W = tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>;
+    fn split(self) -> (Self::R, Self::W) {
+        tokio::io::split(self.0)
+    }
+    fn into_std(rd: Self::R, wr: Self::W) -> std::io::Result<StdSocket> {
+        Ok(StdSocket::Other(Box::new(TlsSocket(rd.unsplit(wr)))))
+    }
+}
+
 impl Socket for TcpStream {
     type R = tokio::net::tcp::OwnedReadHalf;
     type W = tokio::net::tcp::OwnedWriteHalf;
@@ -225,6 +281,21 @@ async fn socket_connection<S: Socket>(core: Shared, stream: S, peer: Peer) {
     }
 }
 
+/// A connection holds a descriptor and a buffer from its first byte: it
+/// counts against core.max_connections before it says HELLO (and before
+/// its TLS handshake). Err: the refusal, logged (throttled).
+fn start_handshake(core: &Shared, peer: &Peer) -> Result<Handshaking, String> {
+    let mut c = core.borrow_mut();
+    let max = c.limits().max_connections as usize;
+    if c.connections() + c.handshaking() >= max {
+        c.limit_refusals()
+            .warn(|n| format!("refused {n} connection(s) over core.max_connections ({max}); last from {}", peer.label));
+        return Err(format!("connection limit reached ({max} connections, core.max_connections)"));
+    }
+    c.handshake_started();
+    Ok(Handshaking(core.clone()))
+}
+
 /// What a handshake ended in.
 enum Handshaken {
     /// An instance of this shard: its unread bytes and its outbox (with the
@@ -245,26 +316,13 @@ where
         let c = core.borrow();
         (c.limits().max_frame, c.limits().max_outbox)
     };
-    // A connection holds a descriptor and a buffer from its first byte: it
-    // counts against core.max_connections before it says HELLO.
-    let refused = {
-        let mut c = core.borrow_mut();
-        let max = c.limits().max_connections as usize;
-        if c.connections() + c.handshaking() >= max {
-            c.limit_refusals().warn(|n| {
-                format!("refused {n} connection(s) over core.max_connections ({max}); last from {}", peer.label)
-            });
-            Some(format!("connection limit reached ({max} connections, core.max_connections)"))
-        } else {
-            c.handshake_started();
-            None
+    let handshaking = match start_handshake(core, peer) {
+        Ok(h) => h,
+        Err(msg) => {
+            write_error(wr, Status::InvalidArgument, &msg).await;
+            return None;
         }
     };
-    if let Some(msg) = refused {
-        write_error(wr, Status::InvalidArgument, &msg).await;
-        return None;
-    }
-    let handshaking = Handshaking(core.clone());
     let mut rb = ReadBuf { buf: Vec::with_capacity(READ_CHUNK), start: 0 };
     let outbox = Outbox::new(max_outbox);
     let admitted = match read_hello(core, rd, &mut rb).await {
@@ -377,6 +435,10 @@ pub(crate) async fn serve_handed(core: &Shared, mut a: Adoption) -> Result<bool,
             let s = TcpStream::from_std(s).map_err(handed)?;
             adopt_and_serve(core, s, &a).await
         }
+        Some(StdSocket::Other(s)) => match s.downcast::<TlsSocket>() {
+            Ok(s) => adopt_and_serve(core, *s, &a).await,
+            Err(_) => Err(format!("{}: a stream of an unknown kind was handed over", a.label)),
+        },
         None => Err(format!("{}: no socket handed over", a.label)),
     }
 }

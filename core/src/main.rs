@@ -196,6 +196,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => cumulo_loadgen::main(args, socket_of_config),
         Command::Check { config } => match cumulo_config::Config::load(&config, &CATALOGUE) {
+            Ok(cfg) if let Err(e) = cumulo_core::daemon::check(&cfg) => {
+                eprintln!("cumulo: {}: {e:#}", config.display());
+                ExitCode::FAILURE
+            }
             Ok(cfg) => {
                 println!("{}: valid ({} services)", config.display(), cfg.services.len());
                 ExitCode::SUCCESS

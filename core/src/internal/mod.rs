@@ -37,7 +37,7 @@ pub fn websocket_table() -> Rc<WebSocketTable> {
 
 /// The HTTP gateways' TLS series of `GET /metrics` (handshake failures).
 pub fn render_tls_metrics(p: &mut cumulo_router::PromText) {
-    http::tls::render(p);
+    crate::tls::render(p);
 }
 
 /// A service built into the core. One value is created per instance

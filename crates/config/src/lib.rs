@@ -92,6 +92,13 @@ pub struct CoreConfig {
     pub tcp: Option<String>,
     /// Must be true to bind the TCP listener to a non-loopback address.
     pub allow_remote: bool,
+    /// With `tcp_tls_key`: the TCP listener speaks TLS only (PEM chain).
+    pub tcp_tls_cert: Option<PathBuf>,
+    /// The private key of `tcp_tls_cert` (PEM).
+    pub tcp_tls_key: Option<PathBuf>,
+    /// CA certificates (PEM): when set, a TLS client must show a
+    /// certificate one of them signed (mTLS).
+    pub tcp_tls_client_ca: Option<PathBuf>,
     pub node_id: u32,
     pub max_frame: u32,
     pub max_connections: u32,
@@ -132,6 +139,9 @@ impl Default for CoreConfig {
             socket: None,
             tcp: None,
             allow_remote: false,
+            tcp_tls_cert: None,
+            tcp_tls_key: None,
+            tcp_tls_client_ca: None,
             node_id: 1,
             max_frame: DEFAULT_MAX_FRAME,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -467,6 +477,14 @@ impl Config {
             reason: e.to_string().trim().replace('\n', " "),
         })?;
         cfg.base_dir = if base_dir.as_os_str().is_empty() { PathBuf::from(".") } else { base_dir };
+        for p in [&mut cfg.core.tcp_tls_cert, &mut cfg.core.tcp_tls_key, &mut cfg.core.tcp_tls_client_ca]
+            .into_iter()
+            .flatten()
+        {
+            if p.is_relative() {
+                *p = cfg.base_dir.join(&*p);
+            }
+        }
         if let Some(c) = &mut cfg.cluster {
             c.resolve_paths(&cfg.base_dir);
         }
@@ -518,6 +536,22 @@ impl Config {
         }
         if c.max_subscriptions == 0 {
             return err("core.max_subscriptions", "must be at least 1");
+        }
+        match (&c.tcp_tls_cert, &c.tcp_tls_key) {
+            (Some(_), None) | (None, Some(_)) => {
+                return err(
+                    "core.tcp_tls_cert",
+                    "core.tcp_tls_cert and core.tcp_tls_key go together: give both or neither",
+                )
+            }
+            (Some(_), Some(_)) if c.tcp.is_none() => {
+                return err("core.tcp_tls_cert", "is set but core.tcp is not: TLS is for the TCP listener")
+            }
+            (None, None) if c.tcp_tls_client_ca.is_some() => return err(
+                "core.tcp_tls_client_ca",
+                "needs core.tcp_tls_cert and core.tcp_tls_key (client certificates are checked in the TLS handshake)",
+            ),
+            _ => {}
         }
         validate_options("core.unmanaged", &c.unmanaged)?;
         admin::validate(&self.admin)?;

@@ -10,7 +10,7 @@ use super::gateway::{Gateway, SAFETY_MARGIN};
 use super::listening::{self, Listening};
 use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
-use super::tls::{self, Tls};
+use crate::tls::Tls;
 use cumulo_sys::Throttle;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -160,7 +160,7 @@ impl Secure {
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("not finished within header_timeout_ms ({} ms)", self.timeout.as_millis()),
         };
-        tls::count_handshake_failure();
+        self.tls.listener().count_handshake_failure();
         let n = &conn.gateway.counts.tls_handshake_failures;
         n.set(n.get() + 1);
         self.failures

@@ -28,6 +28,9 @@ use tokio::sync::Notify;
 pub enum StdSocket {
     Unix(std::os::unix::net::UnixStream),
     Tcp(std::net::TcpStream),
+    /// A stream of a kind the router does not know (a TLS session, which
+    /// cannot be taken apart): the listener that made it takes it back.
+    Other(Box<dyn std::any::Any + Send>),
 }
 
 /// An instance admitted by shard 0 and served by another shard.
