@@ -198,10 +198,12 @@ def given_up_services() -> list[dict]:
     return [{"prefix": GIVEN_UP, "path": "false", "max_r": 0}]
 
 
-def write_config(path: Path, socket: Path, services: list[dict], admin_port: int = 0) -> None:
+def write_config(path: Path, socket: Path, services: list[dict], admin_port: int = 0,
+                 core_keys: dict | None = None) -> None:
     # Clients send with the default timeouts: generous ones, for a loaded machine.
+    extra = [f"{k} = {_toml(v)}" for k, v in (core_keys or {}).items()]
     lines = ["[admin]", f"port = {admin_port}", "", "[core]", f"socket = {_toml(str(socket))}",
-             f"threads = {THREADS}", "", "[core.unmanaged]",
+             f"threads = {THREADS}", *extra, "", "[core.unmanaged]",
              f"timeout_sync = {CLIENT_DEFAULT_TIMEOUT_MS}", f"timeout_async = {CLIENT_DEFAULT_TIMEOUT_MS}", ""]
     for svc in services:
         lines.append("[[service]]")
@@ -320,11 +322,12 @@ def _alive_for(pid: int, socket: Path) -> bool:
     return pid in processes_of(socket) if Path(f"/proc/{pid}").exists() else False
 
 
-def start_core(services: list[dict], admin_port: int = 0) -> Core:
+def start_core(services: list[dict], admin_port: int = 0, core_keys: dict | None = None) -> Core:
+    """`core_keys`: more keys of [core] (a TCP listener, say)."""
     # Short: a Unix socket path must fit in 108 bytes.
     tmp = Path(tempfile.mkdtemp(prefix="cumulo-poly-", dir="/tmp"))
     socket, config, log = tmp / "core.sock", tmp / "cumulo.toml", tmp / "core.log"
-    write_config(config, socket, services, admin_port)
+    write_config(config, socket, services, admin_port, core_keys)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUMULO_")}
     # The supervisor's debug lines say when each process is initialized.
     env.update(NO_COLOR="1", CUMULO_LOG="info,cumulo_core::supervisor=debug")
