@@ -5,6 +5,7 @@
 use crate::conn::{Conn, Stream};
 use crate::error::{Error, Result};
 use crate::inbox::Inbox;
+use crate::tls::TlsFiles;
 use cumulo_proto::{kind, Control, Frame, Hello, Status, TransId, TransIdGen};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -107,6 +108,9 @@ pub struct Options {
     /// but they arrive pipelined, so the instance never waits a round trip
     /// for its next request.
     pub window: u32,
+    /// TLS over `tcp://` when `tls.ca` is set: from `CUMULO_TLS_CA`,
+    /// `CUMULO_TLS_CERT` and `CUMULO_TLS_KEY` unless the program sets them.
+    pub tls: TlsFiles,
 }
 
 impl Options {
@@ -120,12 +124,20 @@ impl Options {
             prefix: std::env::var("CUMULO_PREFIX").unwrap_or_default(),
             thread_index,
             window: 1,
+            tls: TlsFiles::from_env(),
         })
     }
 
     /// An unmanaged instance (a tool, a test, a load generator).
     pub fn unmanaged(socket: impl Into<String>, prefix: impl Into<String>) -> Options {
-        Options { socket: socket.into(), token: String::new(), prefix: prefix.into(), thread_index: 0, window: 1 }
+        Options {
+            socket: socket.into(),
+            token: String::new(),
+            prefix: prefix.into(),
+            thread_index: 0,
+            window: 1,
+            tls: TlsFiles::from_env(),
+        }
     }
 }
 
@@ -189,7 +201,7 @@ impl Api {
 
     /// Connects, sends HELLO and waits for WELCOME (or returns the core's ERROR).
     pub fn connect(o: Options) -> Result<Api> {
-        let mut conn = Conn::new(Stream::connect(&o.socket)?);
+        let mut conn = Conn::new(Stream::connect(&o.socket, &o.tls)?);
         let hello = Hello {
             version: cumulo_proto::VERSION,
             window: o.window.max(1),

@@ -2,6 +2,7 @@
 //! decoded from in place, and a write buffer flushed in one call.
 
 use crate::error::{Error, Result};
+use crate::tls::{TlsFiles, TlsStream};
 use cumulo_proto::{next_frame_len, DecodeError};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,18 +12,24 @@ use std::time::Duration;
 pub enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
-    /// Connects to `CUMULO_SOCKET`-style addresses: a path or `tcp://host:port`.
-    pub fn connect(addr: &str) -> Result<Stream> {
-        match addr.strip_prefix("tcp://") {
-            Some(hostport) => {
-                let s = TcpStream::connect(hostport)?;
-                s.set_nodelay(true)?;
-                Ok(Stream::Tcp(s))
+    /// Connects to `CUMULO_SOCKET`-style addresses: a path or
+    /// `tcp://host:port`; over TCP with TLS when `tls.ca` is set.
+    pub fn connect(addr: &str, tls: &TlsFiles) -> Result<Stream> {
+        let Some(hostport) = addr.strip_prefix("tcp://") else {
+            return Ok(Stream::Unix(UnixStream::connect(addr)?));
+        };
+        let s = TcpStream::connect(hostport)?;
+        s.set_nodelay(true)?;
+        match &tls.ca {
+            None => Ok(Stream::Tcp(s)),
+            Some(ca) => {
+                let host = hostport.rsplit_once(':').map_or(hostport, |(host, _port)| host);
+                Ok(Stream::Tls(Box::new(crate::tls::connect(tls, ca, host, s)?)))
             }
-            None => Ok(Stream::Unix(UnixStream::connect(addr)?)),
         }
     }
 
@@ -30,6 +37,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_read_timeout(t),
             Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Tls(s) => s.sock.set_read_timeout(t),
         }
     }
 
@@ -37,6 +45,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_write_timeout(t),
             Stream::Tcp(s) => s.set_write_timeout(t),
+            Stream::Tls(s) => s.sock.set_write_timeout(t),
         }
     }
 }
@@ -46,6 +55,7 @@ impl Read for Stream {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -55,6 +65,13 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
+            // rustls buffers the record: write it out now, as a socket
+            // write would have.
+            Stream::Tls(s) => {
+                let n = s.write(buf)?;
+                s.flush()?;
+                Ok(n)
+            }
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {

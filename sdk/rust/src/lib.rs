@@ -28,11 +28,13 @@ mod send;
 mod serve;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 pub use api::{Answer, Api, HandlerResult, Options, Request, Response, SendOptions};
 pub use cumulo_proto::{info, Status, TransId};
 pub use error::{Error, Result};
 pub use run::{run, run_with_window};
+pub use tls::TlsFiles;
 
 /// Decodes one frame (type byte and body). Every frame the SDK reads goes
 /// through here exactly once; the tests count the calls to check that.

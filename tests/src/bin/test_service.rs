@@ -12,6 +12,8 @@
 //! - `TS_START_DELAY_MS`: wait before connecting (a late subscriber);
 //! - `TS_HANG_AFTER`: in any mode, answer that many requests per instance,
 //!   then hang in the next one (keeping the connection open);
+//! - `TS_SOCKET`: connect there instead of `CUMULO_SOCKET` (the core's TCP
+//!   listener, say, with `CUMULO_TLS_CA` for TLS);
 //! - `TS_RECORD`: a file to which every request's body is appended as one
 //!   line before it is answered (O_APPEND: processes and restarts share it),
 //!   so a test can count what was delivered.
@@ -91,7 +93,11 @@ fn main() {
 }
 
 fn serve(thread: u32, window: u32, patterns: &[String], conf: Conf) -> cumulo::Result<()> {
-    let mut api = Api::connect(Options { window, ..Options::from_env(thread)? })?;
+    let mut options = Options { window, ..Options::from_env(thread)? };
+    if let Ok(socket) = std::env::var("TS_SOCKET") {
+        options.socket = socket;
+    }
+    let mut api = Api::connect(options)?;
     for p in patterns {
         let conf = conf.clone();
         api.subscribe(p, move |api, req| handle(api, req, &conf, thread))?;

@@ -24,6 +24,7 @@ mod service_error;
 mod shutdown;
 mod subscriptions;
 mod timeout;
+mod tls;
 mod trust;
 mod wait_for_service;
 mod wildcard;
