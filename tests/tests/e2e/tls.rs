@@ -94,7 +94,7 @@ fn managed_instances_and_clients_are_served_over_tls_on_every_shard() {
 }
 
 #[test]
-fn plaintext_and_unknown_certificates_are_refused_and_counted() {
+fn plaintext_unknown_certificates_and_stalled_handshakes_are_refused_and_counted() {
     let certs_dir = TempDir::new();
     let certs = make_certs(&certs_dir.0);
     let other = certs.join("other-ca.pem");
@@ -102,6 +102,7 @@ fn plaintext_and_unknown_certificates_are_refused_and_counted() {
     let core = Core::start(
         tls_config(&certs, port, admin)
             .core("tcp_tls_client_ca", q(&certs.join("ca.pem").display().to_string()))
+            .core("hello_timeout", 300)
             .service(Service::internal("/echo/", "echo").probe("/echo/x")),
     );
     // Plaintext to the TLS port; a client trusting another CA; a client
@@ -112,11 +113,19 @@ fn plaintext_and_unknown_certificates_are_refused_and_counted() {
     assert!(e.to_string().contains("UnknownIssuer") || e.to_string().contains("issuer"), "{e}");
     let e = connect(port, "/c/", trusting(&certs.join("ca.pem"))).err().expect("no client certificate: refused");
     assert!(e.status().is_none(), "{e}");
+    // A peer that never starts its handshake is closed after
+    // core.hello_timeout.
+    let mut silent = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t0 = Instant::now();
+    let n = std::io::Read::read(&mut silent, &mut [0u8; 16]).unwrap_or(0);
+    assert_eq!(n, 0, "closed without a word");
+    assert!(t0.elapsed() < Duration::from_secs(5), "closed after {:?}", t0.elapsed());
     let deadline = Instant::now() + Duration::from_secs(5);
-    while handshake_failures(admin) < 3 && Instant::now() < deadline {
+    while handshake_failures(admin) < 4 && Instant::now() < deadline {
         std::thread::sleep(ms(50));
     }
-    assert_eq!(handshake_failures(admin), 3);
+    assert_eq!(handshake_failures(admin), 4);
     assert!(!core.lines_with(&["TLS handshake", "127.0.0.1:"]).is_empty(), "logged with the peer");
 
     // With the certificate: served.
