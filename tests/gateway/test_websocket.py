@@ -86,6 +86,8 @@ port = {admin}
 [[service]]
 prefix = "/"
 internal = "http"
+# The gateway's own send rules hold for its WebSocket calls too.
+dest_list_deny = ["/secret/*"]
 [service.settings]
 port = {port}
 timeout_ms = 3000
@@ -105,6 +107,11 @@ path = "/calls/"
 request_name = "/wscall/call"
 protocol = "id"
 max_in_flight = 64
+
+[[service.settings.websocket]]
+path = "/denied/"
+request_name = "/secret/in"
+protocol = "id"
 
 [[service.settings.websocket]]
 path = "/solo/"
@@ -127,6 +134,10 @@ ping_ms = 150
 
 [[service]]
 prefix = "/echo/"
+internal = "echo"
+
+[[service]]
+prefix = "/secret/"
 internal = "echo"
 {probe("/wsprobe/")}
 {probe("/wscall/", 4)}
@@ -260,6 +271,24 @@ def test_errors_of_calls_come_back_with_their_id(ws: Ws) -> None:
             await c.send(json.dumps({"id": "e", "ms": "not a number"}))
             a = json.loads(await c.recv())
             assert a["id"] == "e" and a["status"] == "SERVICE_ERROR" and a["error"]
+
+    run(go())
+
+
+def test_calls_are_held_to_the_gateways_send_rules(ws: Ws) -> None:
+    async def go():
+        async with websockets.connect(ws.url("/denied/x")) as c:
+            await c.send(json.dumps({"id": "s"}))
+            a = json.loads(await c.recv())
+            assert a["id"] == "s" and a["status"] == "UNAUTHORIZED", a
+            assert "may not send to '/secret/in'" in a["error"], a
+            # The connection stays open; allowed paths are served as before.
+            await c.send(json.dumps({"id": "t"}))
+            assert json.loads(await c.recv())["status"] == "UNAUTHORIZED"
+        async with websockets.connect(ws.url("/live/still")) as c:
+            assert (await c.recv()).startswith("welcome ")
+            await c.send("allowed")
+            assert await c.recv() == "allowed"
 
     run(go())
 
