@@ -7,7 +7,7 @@ import {
 import { infoEncode } from './info.js';
 import { CumuloError, Status } from './status.js';
 import { TransIdGenerator, transIdKey } from './transid.js';
-import { BatchedWriter, openStream } from './transport.js';
+import { BatchedWriter, openStream, tlsContext } from './transport.js';
 
 const INTERNAL = Symbol('cumulo.internal');
 const DEFAULT_CONNECT_TIMEOUT = 10_000;
@@ -112,10 +112,11 @@ export class API {
       prefix: unmanaged ? options.prefix : '',
     };
     const maxFrame = checkCount(options.maxFrame ?? DEFAULT_MAX_FRAME, 'maxFrame', 1);
-    const socket = await openStream(address);
+    const connectTimeout = options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT;
+    const socket = await openStream(address, tlsContext(address, options, env), connectTimeout);
     const api = new API(INTERNAL, socket, maxFrame);
     api.#threadIndex = hello.threadIndex;
-    await api.#handshake(hello, options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT);
+    await api.#handshake(hello, connectTimeout);
     return api;
   }
 

@@ -119,6 +119,16 @@ export interface ConnectOptions {
   connectTimeout?: number;
   /** Where CUMULO_* variables are read; default process.env. */
   env?: Record<string, string | undefined>;
+  /**
+   * PEM file of the CA(s) that sign the core's certificate; default
+   * CUMULO_TLS_CA. Given with a `tcp://` socket, the connection is TLS;
+   * empty: no TLS.
+   */
+  tlsCa?: string;
+  /** PEM file of a client certificate (with `tlsKey`); default CUMULO_TLS_CERT. */
+  tlsCert?: string;
+  /** PEM file of the client certificate's key (PKCS#8); default CUMULO_TLS_KEY. */
+  tlsKey?: string;
 }
 
 /** One instance: one connection to the core. */

@@ -2,6 +2,7 @@
 // Tests drive it frame by frame to check the SDK's side of the session.
 
 import net from 'node:net';
+import tls from 'node:tls';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,20 +72,38 @@ export class FakeCore {
   #peers = [];
   #waiters = [];
 
-  static async start() {
+  /**
+   * Listens on a Unix socket; with `tls` (tls.createServer's options), on
+   * 127.0.0.1 over TLS instead: `path` is then `tcp://127.0.0.1:PORT` and
+   * failed handshakes are collected in `tlsErrors`.
+   */
+  static async start(tlsOptions = null) {
     const core = new FakeCore();
     core.dir = mkdtempSync(join(tmpdir(), 'cumulo-js-'));
-    core.path = join(core.dir, 'core.sock');
     core.sockets = new Set();
-    core.server = net.createServer((socket) => {
+    core.tlsErrors = [];
+    const onConnection = (socket) => {
       core.sockets.add(socket);
       socket.on('close', () => core.sockets.delete(socket));
       const peer = new Peer(socket);
       const waiter = core.#waiters.shift();
       if (waiter) waiter(peer);
       else core.#peers.push(peer);
-    });
-    await new Promise((resolve) => core.server.listen(core.path, resolve));
+    };
+    if (tlsOptions === null) {
+      core.path = join(core.dir, 'core.sock');
+      core.server = net.createServer(onConnection);
+      await new Promise((resolve) => core.server.listen(core.path, resolve));
+    } else {
+      core.server = tls.createServer(tlsOptions, onConnection);
+      core.server.on('tlsClientError', (err, socket) => { core.tlsErrors.push(err); socket.destroy(); });
+      core.server.on('connection', (socket) => {
+        core.sockets.add(socket);
+        socket.on('close', () => core.sockets.delete(socket));
+      });
+      await new Promise((resolve) => core.server.listen(0, '127.0.0.1', resolve));
+      core.path = `tcp://127.0.0.1:${core.server.address().port}`;
+    }
     return core;
   }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import tempfile
 import threading
 from typing import Any, Callable, List, Optional, Type, TypeVar
@@ -76,9 +77,12 @@ class Conn:
 class FakeCore:
     """Listens on a Unix socket (or TCP) and runs ``script(core)`` in a thread."""
 
-    def __init__(self, script: Callable[["FakeCore"], None], tcp: bool = False) -> None:
+    def __init__(self, script: Callable[["FakeCore"], None], tcp: bool = False,
+                 tls: Optional[ssl.SSLContext] = None) -> None:
+        """``tls``: a server context; the listener is then TCP and each accepted connection TLS."""
         self.dir = tempfile.mkdtemp(prefix="cumulo-test-", dir="/tmp")  # short: sun_path is ~100 bytes
-        if tcp:
+        self.tls = tls
+        if tcp or tls is not None:
             self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self.listener.bind(("127.0.0.1", 0))
             self.address = "tcp://127.0.0.1:%d" % self.listener.getsockname()[1]
@@ -102,6 +106,13 @@ class FakeCore:
 
     def accept(self) -> Conn:
         sock, _ = self.listener.accept()
+        if self.tls is not None:
+            sock.settimeout(5.0)
+            try:
+                sock = self.tls.wrap_socket(sock, server_side=True)
+            except BaseException:
+                sock.close()
+                raise
         conn = Conn(sock)
         self.conns.append(conn)
         return conn

@@ -41,6 +41,13 @@ async function service(): Promise<void> {
   await api.subscribe('bad', () => 42);
   // @ts-expect-error the priority is a number
   await api.sendSync('/x', '', { priority: 'high' });
+  const overTls: API = await API.connect({
+    socket: 'tcp://core.example:7391', prefix: '/tools/',
+    tlsCa: '/etc/cumulo/ca.pem', tlsCert: '/etc/cumulo/client.pem', tlsKey: '/etc/cumulo/client.key',
+  });
+  await overTls.close();
+  // @ts-expect-error TLS options are file paths
+  await API.connect({ socket: 'tcp://core.example:7391', prefix: '/tools/', tlsCa: Buffer.alloc(0) });
   // @ts-expect-error instances come from API.connect
   new API();
   // @ts-expect-error accessors are read-only

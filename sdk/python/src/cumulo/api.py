@@ -9,13 +9,16 @@ import struct
 import time
 from collections import deque
 from typing import (
-    Any, Callable, Deque, Dict, List, NoReturn, Optional, Tuple, Type, Union,
+    TYPE_CHECKING, Any, Callable, Deque, Dict, List, NamedTuple, NoReturn, Optional, Tuple, Type, Union,
 )
 
 from . import codec
 from . import messages as m
 from .errors import ConnectionClosed, CumuloError, DecodeError, Status
 from .info import Pairs, info_dict, info_encode, info_parse
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("cumulo")
 
@@ -39,13 +42,64 @@ _TIME_BE = struct.Struct(">Q")
 _NODE_INSTANCE_BE = struct.Struct(">II")
 
 
-def _connect(address: str, timeout: float) -> socket.socket:
+class _TLSOptions(NamedTuple):
+    """PEM files for TLS to the core: the CA(s) to trust, and an optional client certificate."""
+
+    ca: str
+    cert: str = ""
+    key: str = ""
+
+
+def _tls_options(ca: Optional[str], cert: Optional[str], key: Optional[str]) -> Optional[_TLSOptions]:
+    """The explicit options, else CUMULO_TLS_CA/CERT/KEY; None without a CA (no TLS)."""
+    env = os.environ.get
+    ca = env("CUMULO_TLS_CA", "") if ca is None else ca
+    if not ca:
+        return None
+    cert = env("CUMULO_TLS_CERT", "") if cert is None else cert
+    key = env("CUMULO_TLS_KEY", "") if key is None else key
+    if bool(cert) != bool(key):
+        raise ValueError("a client certificate needs both tls_cert (CUMULO_TLS_CERT) and tls_key "
+                         "(CUMULO_TLS_KEY); only the %s is set" % ("certificate" if cert else "key"))
+    return _TLSOptions(ca, cert, key)
+
+
+def _tls_context(tls: _TLSOptions) -> "ssl.SSLContext":
+    import ssl  # only programs that use TLS pay for loading it
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the certificate and its name
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    # The given CA file only: the system's store is not consulted.
+    try:
+        context.load_verify_locations(cafile=tls.ca)
+    except (OSError, ValueError) as exc:
+        raise ValueError("cannot load the TLS CA file %r (tls_ca, CUMULO_TLS_CA): %s" % (tls.ca, exc)) from exc
+    if tls.cert:
+        try:
+            context.load_cert_chain(tls.cert, tls.key)
+        except (OSError, ValueError) as exc:
+            raise ValueError("cannot load the TLS client certificate %r and key %r: %s"
+                             % (tls.cert, tls.key, exc)) from exc
+    return context
+
+
+def _connect(address: str, timeout: float, tls: Optional[_TLSOptions] = None) -> socket.socket:
     if address.startswith("tcp://"):
         host, _, port = address[len("tcp://"):].rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError("bad CUMULO_SOCKET %r: expected tcp://HOST:PORT" % address)
-        sock = socket.create_connection((host.strip("[]"), int(port)), timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        host = host.strip("[]")
+        context = _tls_context(tls) if tls is not None else None  # file errors before connecting
+        sock = socket.create_connection((host, int(port)), timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if context is not None:
+                # The handshake runs here, under the connect timeout; a refused
+                # certificate raises ssl.SSLError (an OSError) with OpenSSL's reason.
+                sock = context.wrap_socket(sock, server_hostname=host)
+        except BaseException:
+            sock.close()
+            raise
         return sock
     if not address:
         raise ValueError("no socket to connect to: set CUMULO_SOCKET or pass address=")
@@ -75,6 +129,9 @@ class API:
         prefix: Optional[str] = None,
         window: int = 1,
         connect_timeout: float = 10.0,
+        tls_ca: Optional[str] = None,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
     ) -> None:
         """Connect, send HELLO and wait for WELCOME.
 
@@ -82,6 +139,12 @@ class API:
         ``tcp://host:port``. ``token`` defaults to ``CUMULO_TOKEN``; without
         one the instance is unmanaged and must name its ``prefix``.
         Raises ``CumuloError`` with the core's status if it answers ERROR.
+
+        With a ``tcp://`` address and a CA file (``tls_ca``, default
+        ``CUMULO_TLS_CA``) the connection is TLS, the core's certificate
+        verified against that file and the host name; ``tls_cert`` and
+        ``tls_key`` (default ``CUMULO_TLS_CERT``, ``CUMULO_TLS_KEY``) give a
+        client certificate. A failed handshake raises ``ssl.SSLError``.
         """
         if address is None:
             address = os.environ.get("CUMULO_SOCKET", "")
@@ -99,6 +162,8 @@ class API:
         self._serve = codec.serve
 
         self._closed = False
+        # What a non-blocking read of a TLS socket raises while a record is incomplete.
+        self._tls_not_ready: Tuple[Type[BaseException], ...] = ()
         self._timeout: Optional[float] = -1.0  # the socket's current timeout; -1 = unknown
         self._rbuf = bytearray(READ_SIZE)
         self._rview = memoryview(self._rbuf)
@@ -135,7 +200,16 @@ class API:
             m.Welcome: self._on_welcome,
         }
 
-        self._sock = _connect(address, connect_timeout)
+        tls = _tls_options(tls_ca, tls_cert, tls_key) if address.startswith("tcp://") else None
+        self._sock = _connect(address, connect_timeout, tls)
+        if tls is not None:
+            import ssl
+
+            self._tls_not_ready = (ssl.SSLWantReadError, ssl.SSLWantWriteError)
+            # The C loop reads and writes the file descriptor itself, which
+            # would bypass the TLS layer: poll runs the Python loop (the codec
+            # stays in C).
+            self._serve = None
         try:
             self._handshake(token, prefix or "", window, connect_timeout)
         except BaseException:
@@ -259,6 +333,8 @@ class API:
         try:
             n = self._sock.recv_into(self._rview[self._rend:])
         except (socket.timeout, BlockingIOError):
+            return False
+        except self._tls_not_ready:  # TLS with timeout 0: no whole record yet
             return False
         except OSError as exc:
             self._abort()
