@@ -29,6 +29,16 @@ type Options struct {
 	// Window is the most requests the instance handles at once; above 1,
 	// Poll runs handlers in that many goroutines concurrently. Default 1.
 	Window int
+	// TLSCA is a PEM file of the CA(s) that sign the core's certificate:
+	// with a tcp:// Socket, the connection is TLS, verified against these CAs
+	// only and the host of the address. Ignored for a Unix socket.
+	// Default: $CUMULO_TLS_CA.
+	TLSCA string
+	// TLSCert and TLSKey are PEM files (the key PKCS#8, PKCS#1 or SEC 1) of
+	// a client certificate, for a core that requires one; both or neither.
+	// Default: $CUMULO_TLS_CERT and $CUMULO_TLS_KEY.
+	TLSCert string
+	TLSKey  string
 }
 
 // API is one instance: one connection to the core. Its methods may be
@@ -86,7 +96,11 @@ func Connect(ctx context.Context, opts Options) (*API, error) {
 	if opts.ThreadIndex < 0 || opts.ThreadIndex > math.MaxUint32 || opts.Window < 0 || opts.Window > math.MaxUint32 {
 		return nil, errorf(StatusInvalidArgument, "thread index %d or window %d out of range", opts.ThreadIndex, opts.Window)
 	}
-	conn, err := dial(ctx, opts.Socket)
+	tlsCfg, err := tlsConfig(opts.Socket, opts)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dial(ctx, opts.Socket, tlsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("cumulo: connecting to %s: %w", opts.Socket, err)
 	}
@@ -127,7 +141,7 @@ func (a *API) handshake(ctx context.Context, opts Options) error {
 	hello := &helloFrame{Version: 1, Window: uint32(max(opts.Window, 1)), ThreadIndex: uint32(opts.ThreadIndex),
 		Token: opts.Token, Prefix: opts.Prefix}
 	if err := a.out.write(hello); err != nil {
-		return handshakeError(ctx, "sending HELLO", err)
+		return handshakeError(ctx, "sending HELLO", tlsRefusal(a.conn, err))
 	}
 	reply, err := readFrame(a.in, handshakeLimit)
 	if err != nil {

@@ -3,6 +3,7 @@ package cumulo
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"net"
 	"strings"
 	"sync"
@@ -12,10 +13,16 @@ import (
 const ioBufferSize = 64 << 10
 
 // dial connects to a CUMULO_SOCKET address: tcp://HOST:PORT or a Unix
-// socket path.
-func dial(ctx context.Context, socket string) (net.Conn, error) {
+// socket path. With tlsCfg (TCP only) the TLS handshake is done here, so a
+// refused certificate is an error from connecting; the *tls.Conn is then
+// read and written like any net.Conn.
+func dial(ctx context.Context, socket string, tlsCfg *tls.Config) (net.Conn, error) {
 	var d net.Dialer
 	if addr, ok := strings.CutPrefix(socket, "tcp://"); ok {
+		if tlsCfg != nil {
+			td := tls.Dialer{NetDialer: &d, Config: tlsCfg}
+			return td.DialContext(ctx, "tcp", addr)
+		}
 		return d.DialContext(ctx, "tcp", addr)
 	}
 	return d.DialContext(ctx, "unix", socket)

@@ -81,12 +81,12 @@ func TestDialChoosesTCPOrUnix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	conn, err := dial(context.Background(), "tcp://"+ln.Addr().String())
+	conn, err := dial(context.Background(), "tcp://"+ln.Addr().String(), nil)
 	if err != nil {
 		t.Fatalf("tcp: %v", err)
 	}
 	conn.Close()
-	if _, err := dial(context.Background(), "/nonexistent/cumulo.sock"); err == nil {
+	if _, err := dial(context.Background(), "/nonexistent/cumulo.sock", nil); err == nil {
 		t.Error("dialing a missing Unix socket succeeded")
 	}
 }

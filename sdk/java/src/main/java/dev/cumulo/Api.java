@@ -62,7 +62,12 @@ public final class Api implements AutoCloseable {
 
     /** Connects, sends HELLO and waits for WELCOME; an ERROR from the core is thrown. */
     public static Api connect(Options options) throws IOException {
-        Connection conn = Connection.open(options.socket());
+        return connect(options, System.getenv());
+    }
+
+    /** As {@link #connect(Options)}, with {@code env} for the {@code CUMULO_TLS_*} variables. */
+    static Api connect(Options options, Map<String, String> env) throws IOException {
+        Connection conn = Connection.open(options.socket(), Tls.context(options, env), HANDSHAKE_TIMEOUT.toMillis());
         try {
             conn.send(new Frame.Hello(PROTOCOL_VERSION, options.window(), options.threadIndex(),
                     options.token(), options.token().isEmpty() ? options.prefix() : ""));

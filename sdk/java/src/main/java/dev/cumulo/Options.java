@@ -10,8 +10,15 @@ import java.util.Map;
  * @param prefix the prefix an unmanaged instance subscribes under; ignored when a token is given
  * @param threadIndex which of the process's connections this is
  * @param window most requests the core may deliver before this instance answers one
+ * @param tlsCa a PEM file of the CAs that sign the core's certificate: with a {@code tcp://} socket
+ *     the connection is TLS, verified against these CAs only and the socket's host; ignored for a
+ *     Unix socket. Null or empty: {@code CUMULO_TLS_CA}
+ * @param tlsCert a PEM client certificate for a core that requires one. Null or empty:
+ *     {@code CUMULO_TLS_CERT}
+ * @param tlsKey the PKCS#8 PEM key of {@code tlsCert}. Null or empty: {@code CUMULO_TLS_KEY}
  */
-public record Options(String socket, String token, String prefix, long threadIndex, long window) {
+public record Options(String socket, String token, String prefix, long threadIndex, long window,
+                      String tlsCa, String tlsCert, String tlsKey) {
     public Options {
         if (socket == null || socket.isEmpty()) {
             throw new IllegalArgumentException("no socket to connect to");
@@ -27,6 +34,14 @@ public record Options(String socket, String token, String prefix, long threadInd
         if (window < 1 || window > 0xffffffffL) {
             throw new IllegalArgumentException("window " + window + " is out of range");
         }
+        tlsCa = tlsCa == null ? "" : tlsCa;
+        tlsCert = tlsCert == null ? "" : tlsCert;
+        tlsKey = tlsKey == null ? "" : tlsKey;
+    }
+
+    /** Without TLS files of its own: TLS then follows {@code CUMULO_TLS_*}. */
+    public Options(String socket, String token, String prefix, long threadIndex, long window) {
+        this(socket, token, prefix, threadIndex, window, "", "", "");
     }
 
     /** A program not started by the core: its own socket and prefix, thread 0, window 1. */
@@ -51,14 +66,22 @@ public record Options(String socket, String token, String prefix, long threadInd
     }
 
     public Options withThreadIndex(long index) {
-        return new Options(socket, token, prefix, index, window);
+        return new Options(socket, token, prefix, index, window, tlsCa, tlsCert, tlsKey);
     }
 
     public Options withWindow(long requests) {
-        return new Options(socket, token, prefix, threadIndex, requests);
+        return new Options(socket, token, prefix, threadIndex, requests, tlsCa, tlsCert, tlsKey);
     }
 
     public Options withToken(String newToken) {
-        return new Options(socket, newToken, prefix, threadIndex, window);
+        return new Options(socket, newToken, prefix, threadIndex, window, tlsCa, tlsCert, tlsKey);
+    }
+
+    /**
+     * With TLS files that win over {@code CUMULO_TLS_CA}, {@code CUMULO_TLS_CERT} and
+     * {@code CUMULO_TLS_KEY}; null or empty leaves that one to the environment.
+     */
+    public Options withTls(String ca, String cert, String key) {
+        return new Options(socket, token, prefix, threadIndex, window, ca, cert, key);
     }
 }

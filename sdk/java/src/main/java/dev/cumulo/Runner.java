@@ -61,7 +61,7 @@ final class Runner {
     private void serve(int index) {
         Api api = null;
         try {
-            api = Api.connect(Options.fromEnv(env, index).withWindow(window));
+            api = Api.connect(Options.fromEnv(env, index).withWindow(window), env);
             synchronized (live) {
                 if (firstFailure.get() != null) {
                     return;
