@@ -12,6 +12,7 @@ command -v patscc >/dev/null 2>&1 || missing+=(ats2-lang)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)  # the C SDK's TLS
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing ${missing[*]}"
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -5,6 +5,6 @@ SDK_C := $(abspath $(SDK)/../c)
 BUILD := $(SDK)/build
 PATSCC ?= patscc
 ATSFLAGS := -DATS_MEMALLOC_LIBC -D_GNU_SOURCE -O2 -IATS $(SDK) -I $(SDK) -I $(SDK_C)/include
-LIBS := $(BUILD)/cumulo_dats.o $(BUILD)/cumulo-c/libcumulo.a -lpthread
+LIBS := $(BUILD)/cumulo_dats.o $(BUILD)/cumulo-c/libcumulo.a -lssl -lcrypto -lpthread
 C_SOURCES := $(wildcard $(SDK_C)/src/*.c $(SDK_C)/include/*.h)
 SDK_LIB_DEPS := $(SDK)/DATS/cumulo.dats $(SDK)/SATS/cumulo.sats $(SDK)/CATS/cumulo.cats $(C_SOURCES)

@@ -14,12 +14,15 @@ fuzz_seconds="${CUMULO_FUZZ_SECONDS:-20}"
 jobs=2
 strict=(-DCMAKE_C_FLAGS="-Wall -Wextra -Werror" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror")
 
-# --- tools: cmake, a C/C++ compiler, cJSON (tests only), clang (fuzzing)
+# --- tools: cmake, a C/C++ compiler, OpenSSL (TLS; its command makes the
+# TLS tests' certificates), cJSON (tests only), clang (fuzzing)
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
 [ -f /usr/include/cjson/cJSON.h ] || missing+=(libcjson-dev)
+[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
@@ -34,6 +37,7 @@ for tool in cmake cc c++; do
   command -v "$tool" >/dev/null 2>&1 || { echo "error: $tool is required" >&2; exit 1; }
 done
 [ -f /usr/include/cjson/cJSON.h ] || { echo "error: libcjson-dev is required" >&2; exit 1; }
+[ -f /usr/include/openssl/ssl.h ] || { echo "error: libssl-dev is required" >&2; exit 1; }
 
 # Configures, builds (log shown only on failure) and runs CTest.
 build() {

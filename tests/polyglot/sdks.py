@@ -43,6 +43,10 @@ def _newest_mtime(*dirs: Path) -> float:
     return max(p.stat().st_mtime for d in dirs for p in d.rglob("*") if p.is_file())
 
 
+# What a program linking the C SDK's static library needs besides it (OpenSSL: TLS).
+C_LIBS = ["-lssl", "-lcrypto", "-lpthread"]
+
+
 def _libcumulo(build: Path) -> Path:
     """The C SDK's static library: the one the C example built if it is newer
     than every SDK source (else it may not match the header), else our own."""
@@ -58,14 +62,14 @@ def _libcumulo(build: Path) -> Path:
 
 def _build_c(build: Path) -> None:
     lib, inc = _libcumulo(build), ["-I", SDK / "c" / "include"]
-    run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_client", CLIENTS / "client.c", lib, "-lpthread"])
-    run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_faulty", SERVICES / "faulty.c", lib, "-lpthread"])
+    run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_client", CLIENTS / "client.c", lib, *C_LIBS])
+    run(["cc", "-std=c11", "-O2", "-Wall", *inc, "-o", build / "c_faulty", SERVICES / "faulty.c", lib, *C_LIBS])
 
 
 def _build_cpp(build: Path) -> None:
     lib, inc = _libcumulo(build), ["-I", SDK / "c" / "include", "-I", SDK / "cpp" / "include"]
     for program, source in (("cpp_client", CLIENTS / "client.cpp"), ("cpp_faulty", SERVICES / "faulty.cpp")):
-        run(["c++", "-std=c++17", "-O2", "-Wall", *inc, "-o", build / program, source, lib, "-lpthread"])
+        run(["c++", "-std=c++17", "-O2", "-Wall", *inc, "-o", build / program, source, lib, *C_LIBS])
 
 
 def _build_go(build: Path) -> None:
@@ -123,7 +127,7 @@ def _build_ats2(build: Path) -> None:
     ats2 = SDK / "ats2"
     run(["make", "-s", "-C", ats2, "lib"])
     flags = ["-DATS_MEMALLOC_LIBC", "-D_GNU_SOURCE", "-O2", "-IATS", ats2, "-I", ats2, "-I", SDK / "c" / "include"]
-    libs = [ats2 / "build" / "cumulo_dats.o", ats2 / "build" / "cumulo-c" / "libcumulo.a", "-lpthread"]
+    libs = [ats2 / "build" / "cumulo_dats.o", ats2 / "build" / "cumulo-c" / "libcumulo.a", *C_LIBS]
     for program, source in (("ats2_client", CLIENTS / "client.dats"), ("ats2_faulty", SERVICES / "faulty.dats")):
         run(["patscc", *flags, "-o", build / program, source, *libs], cwd=build)  # patscc writes its C here
 

@@ -242,13 +242,21 @@ int cumulo_kv_encode(const cumulo_kv *pairs, size_t count, uint8_t *out, size_t 
 typedef struct cumulo_api cumulo_api;
 
 /* Connection settings. Zero/NULL fields take their value from the environment
- * the core gives a process (CUMULO_SOCKET, CUMULO_TOKEN, CUMULO_PREFIX). */
+ * the core gives a process (CUMULO_SOCKET, CUMULO_TOKEN, CUMULO_PREFIX, and
+ * CUMULO_TLS_CA, CUMULO_TLS_CERT, CUMULO_TLS_KEY). */
 typedef struct cumulo_config {
     const char *socket;    /* Unix socket path or "tcp://host:port" */
     const char *token;     /* "" for an unmanaged instance */
     const char *prefix;    /* unmanaged instances only, must start with "/" */
     uint32_t thread_index; /* 0 .. thread_count-1 */
     uint32_t window;       /* requests handled at once; 0 means 1 */
+    /* TLS to a tcp:// address (ignored for a Unix socket): a PEM file of the
+     * CA(s) the core's certificate must be signed by (it turns TLS on; ""
+     * turns it off whatever the environment says), and a client certificate
+     * and its key (PEM) for a core that asks for one: both or neither. */
+    const char *tls_ca;
+    const char *tls_cert;
+    const char *tls_key;
 } cumulo_config;
 
 /* Connects, sends HELLO and waits for WELCOME. config may be NULL (all from
@@ -262,7 +270,8 @@ int cumulo_connect_unmanaged(cumulo_api **out, const char *socket, const char *p
                              char *error, size_t error_len);
 
 /* Handshake over an already connected stream socket, which the instance then
- * owns (closes on failure and in cumulo_destroy). */
+ * owns (closes on failure and in cumulo_destroy). No TLS: the bytes go over
+ * fd as they are. */
 int cumulo_connect_fd(cumulo_api **out, int fd, const cumulo_config *config, char *error,
                       size_t error_len);
 

@@ -90,17 +90,25 @@ static int handshake(cumulo_api *api, const cumulo_config *config) {
     return take_welcome(api, &welcome);
 }
 
-int cumulo_connect_fd(cumulo_api **out, int fd, const cumulo_config *config, char *error,
-                      size_t error_len) {
+/* The handshake over fd (owned from here on), after TLS when tls is given
+ * (hostport then names the core, for its certificate). */
+static int connect_over(cumulo_api **out, int fd, struct ssl_ctx_st *tls, const char *hostport,
+                        const cumulo_config *config, char *error, size_t error_len) {
     *out = NULL;
     cumulo_api *api = new_instance();
     if (!api) {
         close(fd);
+        cumulo__tls_context_free(tls);
         copy_error(error, error_len, "out of memory");
         return CUMULO_E_NOMEM;
     }
     api->fd = fd;
-    int rc = handshake(api, config);
+    int rc = CUMULO_OK;
+    if (tls) {
+        rc = cumulo__tls_start(api, tls, hostport, cumulo__deadline(HANDSHAKE_TIMEOUT_MS));
+        cumulo__tls_context_free(tls); /* the session keeps what it needs */
+    }
+    if (rc == CUMULO_OK) rc = handshake(api, config);
     if (rc != CUMULO_OK) {
         copy_error(error, error_len, api->error);
         cumulo__close(api, rc);
@@ -112,17 +120,28 @@ int cumulo_connect_fd(cumulo_api **out, int fd, const cumulo_config *config, cha
     return CUMULO_OK;
 }
 
+int cumulo_connect_fd(cumulo_api **out, int fd, const cumulo_config *config, char *error,
+                      size_t error_len) {
+    return connect_over(out, fd, NULL, NULL, config, error, error_len);
+}
+
 int cumulo_connect(cumulo_api **out, const cumulo_config *config, char *error, size_t error_len) {
     *out = NULL;
     cumulo_api probe = {.fd = -1}; /* only collects the error text of a failed connect */
     const char *spec = setting(config ? config->socket : NULL, "CUMULO_SOCKET", NULL);
+    bool tcp = spec && strncmp(spec, "tcp://", 6) == 0;
+    struct ssl_ctx_st *tls = NULL;
+    /* TLS settings first: a bad file is told before any connection is made.
+       A Unix socket is local: they do not apply to it. */
+    int rc = tcp ? cumulo__tls_context(&probe, config, &tls) : CUMULO_OK;
     int fd = -1;
-    int rc = cumulo__open_socket(&probe, spec, &fd);
+    if (rc == CUMULO_OK) rc = cumulo__open_socket(&probe, spec, &fd);
     if (rc != CUMULO_OK) {
+        cumulo__tls_context_free(tls);
         copy_error(error, error_len, probe.error);
         return rc;
     }
-    return cumulo_connect_fd(out, fd, config, error, error_len);
+    return connect_over(out, fd, tls, tcp ? spec + 6 : NULL, config, error, error_len);
 }
 
 int cumulo_connect_unmanaged(cumulo_api **out, const char *socket, const char *prefix, char *error,
@@ -148,7 +167,7 @@ void cumulo_destroy(cumulo_api *api) {
     if (!api) return;
     if (api->fd >= 0) {
         cumulo_frame goodbye = {.type = CUMULO_FRAME_GOODBYE};
-        cumulo__send_frame(api, &goodbye);
+        if (cumulo__send_frame(api, &goodbye) == CUMULO_OK) cumulo__tls_free(api, true);
         cumulo__close(api, CUMULO_E_CLOSED);
     }
     free_queue(&api->requests);

@@ -38,9 +38,13 @@ typedef struct subscription {
     void *user_data;
 } subscription;
 
+struct ssl_st;
+struct ssl_ctx_st;
+
 struct cumulo_api {
     int fd;             /* -1 once the connection is closed */
     int closed_status;  /* why it closed: returned by later calls */
+    struct ssl_st *tls; /* NULL: plain socket; else every byte goes through it */
 
     /* from HELLO / WELCOME */
     uint32_t thread_index;
@@ -95,6 +99,27 @@ CUMULO_INTERNAL int64_t cumulo__deadline(int timeout_ms);
 
 /* Opens the socket named by spec (path or tcp://host:port). */
 CUMULO_INTERNAL int cumulo__open_socket(cumulo_api *api, const char *spec, int *fd);
+
+/* Waits until the socket is ready for events (POLLIN, POLLOUT) or the
+ * deadline passes (CUMULO_TIMEOUT); closes the connection if poll fails. */
+CUMULO_INTERNAL int cumulo__wait_fd(cumulo_api *api, short events, int64_t deadline);
+
+/* TLS (tls.c). The context from the config or the environment: *ctx stays
+ * NULL when no CA file is given (plain TCP). */
+CUMULO_INTERNAL int cumulo__tls_context(cumulo_api *api, const cumulo_config *config,
+                                        struct ssl_ctx_st **ctx);
+CUMULO_INTERNAL void cumulo__tls_context_free(struct ssl_ctx_st *ctx);
+/* Handshake over api->fd (made non-blocking), verifying the core's
+ * certificate against the host of hostport ("host:port"). */
+CUMULO_INTERNAL int cumulo__tls_start(cumulo_api *api, struct ssl_ctx_st *ctx,
+                                      const char *hostport, int64_t deadline);
+/* notify: send close_notify first (a connection still in good order). */
+CUMULO_INTERNAL void cumulo__tls_free(cumulo_api *api, bool notify);
+/* Some bytes into buf (*got > 0), CUMULO_TIMEOUT at the deadline, or an
+ * error that closed the connection. */
+CUMULO_INTERNAL int cumulo__tls_read(cumulo_api *api, uint8_t *buf, size_t cap, int64_t deadline,
+                                     size_t *got);
+CUMULO_INTERNAL int cumulo__tls_write(cumulo_api *api, const uint8_t *data, size_t len);
 
 /* Encodes and writes one frame; frames over max_frame are refused unsent. */
 CUMULO_INTERNAL int cumulo__send_frame(cumulo_api *api, const cumulo_frame *frame);

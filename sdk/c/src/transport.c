@@ -1,5 +1,6 @@
 /* Socket transport: connecting (Unix or TCP), framed reads into the
- * instance's reusable read buffer, and whole-frame writes. */
+ * instance's reusable read buffer, and whole-frame writes; over TLS the bytes
+ * go through tls.c instead of recv/send. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #define READ_BUFFER_INITIAL (64u * 1024u)
+#define TLS_RECORD_MAX 16384u /* plaintext bytes in one TLS record */
 
 int cumulo__vfail(cumulo_api *api, int status, const char *fmt, va_list args) {
     if (api) vsnprintf(api->error, sizeof api->error, fmt, args);
@@ -33,6 +35,7 @@ int cumulo__fail(cumulo_api *api, int status, const char *fmt, ...) {
 
 int cumulo__close(cumulo_api *api, int status) {
     if (api->fd >= 0) {
+        cumulo__tls_free(api, false);
         close(api->fd);
         api->fd = -1;
         api->closed_status = status;
@@ -128,8 +131,7 @@ int cumulo__open_socket(cumulo_api *api, const char *spec, int *fd) {
     return open_unix(api, spec, fd);
 }
 
-/* Waits until fd is ready for events or the deadline passes. */
-static int wait_fd(cumulo_api *api, short events, int64_t deadline) {
+int cumulo__wait_fd(cumulo_api *api, short events, int64_t deadline) {
     for (;;) {
         int timeout = -1;
         if (deadline >= 0) {
@@ -146,6 +148,7 @@ static int wait_fd(cumulo_api *api, short events, int64_t deadline) {
 }
 
 static int write_all(cumulo_api *api, const uint8_t *data, size_t len) {
+    if (api->tls) return cumulo__tls_write(api, data, len);
     while (len) {
         ssize_t n = send(api->fd, data, len, MSG_NOSIGNAL);
         if (n > 0) {
@@ -154,7 +157,7 @@ static int write_all(cumulo_api *api, const uint8_t *data, size_t len) {
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int rc = wait_fd(api, POLLOUT, -1);
+            int rc = cumulo__wait_fd(api, POLLOUT, -1);
             if (rc != CUMULO_OK) return rc;
         } else {
             int err = n < 0 ? errno : EPIPE;
@@ -232,7 +235,20 @@ int cumulo__read_frame(cumulo_api *api, int64_t deadline, cumulo_frame *frame) {
         }
         if (!make_room(api, frame_len))
             return cumulo__close(api, cumulo__fail(api, CUMULO_E_NOMEM, "out of memory"));
-        rc = wait_fd(api, POLLIN, deadline);
+        if (api->tls) {
+            /* Room for a whole TLS record, so that none is left half read in
+               OpenSSL: the socket's readiness (cumulo_fd) then tells all. */
+            if (!make_room(api, api->rend - api->rstart + TLS_RECORD_MAX))
+                return cumulo__close(api, cumulo__fail(api, CUMULO_E_NOMEM, "out of memory"));
+            size_t got = 0;
+            rc = cumulo__tls_read(api, api->rbuf.data + api->rend, api->rbuf.cap - api->rend,
+                                  deadline, &got);
+            if (rc == CUMULO_TIMEOUT) cumulo__fail(api, rc, "nothing arrived before the timeout");
+            if (rc != CUMULO_OK) return rc;
+            api->rend += got;
+            continue;
+        }
+        rc = cumulo__wait_fd(api, POLLIN, deadline);
         if (rc != CUMULO_OK) {
             if (rc == CUMULO_TIMEOUT) cumulo__fail(api, rc, "nothing arrived before the timeout");
             return rc;

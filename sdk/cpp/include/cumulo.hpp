@@ -204,6 +204,12 @@ struct Config {
     std::optional<std::string> prefix;  // none = CUMULO_PREFIX (unmanaged only)
     uint32_t thread_index = 0;
     uint32_t window = 0;                // 0 = 1
+    // TLS to a tcp:// address (the C SDK's, see its README): none = the
+    // environment (CUMULO_TLS_CA, CUMULO_TLS_CERT, CUMULO_TLS_KEY); tls_ca ""
+    // turns TLS off. PEM files; a client certificate needs cert and key.
+    std::optional<std::string> tls_ca;
+    std::optional<std::string> tls_cert;
+    std::optional<std::string> tls_key;
 };
 
 class Api;
@@ -372,6 +378,9 @@ private:
         raw.prefix = config.prefix ? config.prefix->c_str() : nullptr;
         raw.thread_index = config.thread_index;
         raw.window = config.window;
+        raw.tls_ca = config.tls_ca ? config.tls_ca->c_str() : nullptr;
+        raw.tls_cert = config.tls_cert ? config.tls_cert->c_str() : nullptr;
+        raw.tls_key = config.tls_key ? config.tls_key->c_str() : nullptr;
         char error[512] = "";
         int rc = cumulo_connect(&state_->api, &raw, error, sizeof error);
         if (rc != CUMULO_OK) throw Error(rc, error);

@@ -291,6 +291,21 @@ void test_connect_refused() {
         });
 }
 
+// The TLS options reach the C SDK, which checks them before connecting
+// (nothing listens at the address).
+void test_tls_options() {
+    cumulo::Config config;
+    config.socket = "tcp://127.0.0.1:1";
+    config.token = "";
+    config.prefix = "/p/";
+    config.tls_ca = "/nonexistent/ca.pem";
+    CHECK_THROWS_STATUS(cumulo::Api{config}, CUMULO_E_CONFIG,
+                        CHECK(std::string(e.what()).find("/nonexistent/ca.pem") != std::string::npos));
+    config.tls_cert = "/nonexistent/client.pem";
+    CHECK_THROWS_STATUS(cumulo::Api{config}, CUMULO_E_CONFIG,
+                        CHECK(std::string(e.what()).find("CUMULO_TLS_KEY") != std::string::npos));
+}
+
 void test_handlers() {
     with_core(
         [](FakeCore& fc) {
@@ -448,6 +463,7 @@ const TestCase TESTS[] = {
     {"kv", test_kv},
     {"status", test_status},
     {"connect_refused", test_connect_refused},
+    {"tls_options", test_tls_options},
     {"handlers", test_handlers},
     {"sends", test_sends},
     {"run", test_run},
