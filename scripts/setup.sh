@@ -129,7 +129,7 @@ fi
 
 # --- Java SDK jar and example classes
 jar=$(ls sdk/java/target/cumulo-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -n 1 || true)
-if [ -z "$jar" ]; then
+if [ -z "$jar" ] || [ -n "$(find sdk/java/src sdk/java/pom.xml -newer "$jar" -print -quit)" ]; then
     say "building the Java SDK (mvn package)"
     (cd sdk/java && mvn -q -B -DskipTests install >/dev/null)
     jar=$(ls sdk/java/target/cumulo-*.jar | grep -v -e sources -e javadoc | head -n 1)

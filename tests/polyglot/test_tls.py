@@ -23,9 +23,10 @@ import pytest
 from conftest import HTTP_REQ, XML_INFO, Core, cell, example_services, start_core, value_xml
 from sdks import ROOT
 
-# The SDKs that connect over TLS (docs/SDK_GUIDE.md, Connecting); the others
+# The SDKs that connect over TLS (docs/SDK_GUIDE.md, Connecting; C++ and ATS2
+# through the C library); the others
 # say in their README that they use the Unix socket.
-TLS_LANGUAGES = ["c", "python", "go", "java", "javascript", "rust"]
+TLS_LANGUAGES = ["c", "cpp", "ats2", "python", "go", "java", "javascript", "rust"]
 SERVICE = HTTP_REQ.format("python")
 CLIENT_TIMEOUT_S = 60
 
