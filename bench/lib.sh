@@ -71,7 +71,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_http_ok() {
     local _
     for _ in $(seq 200); do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" = 200 ] && return 0
+        # BENCH_CA: the CA of an https URL's certificate (--tls runs).
+        [ "$(curl -s ${BENCH_CA:+--cacert "$BENCH_CA"} -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" = 200 ] && return 0
         sleep 0.1
     done
     echo "no 200 from $1" >&2
@@ -95,9 +96,11 @@ to_ms() {
 # PORT, the master added to `pids`; returns once it answers (exits with its
 # logs if it does not). With CONNECTIONS, each worker may hold that many
 # and the listen backlog is the gateway's (4096), not nginx's 511, for the
-# opening burst.
+# opening burst. With BENCH_TLS_DIR (server.pem, server.key, ca.pem from
+# tests/tls/make_certs.sh), it serves HTTPS with that certificate, TLS 1.2
+# and 1.3, as the gateway does.
 start_static_nginx() {
-    local dir=$1 port=$2 conns=${3:-} bin raise=()
+    local dir=$1 port=$2 conns=${3:-} bin raise=() tls=() scheme=http
     bin=$(command -v nginx || echo /usr/sbin/nginx)
     mkdir -p "$dir"
     if [ -n "$conns" ]; then
@@ -105,10 +108,14 @@ start_static_nginx() {
             -e "s|^worker_processes auto;|worker_processes auto;\nworker_rlimit_nofile $((conns + 100));|"
             -e "s|listen 127.0.0.1:$port;|listen 127.0.0.1:$port backlog=4096;|")
     fi
-    sed -e "s|@WORK@|$dir|g" -e "s|@PORT@|$port|g" "${raise[@]}" "$root/bench/gateway/nginx.conf" >"$dir/nginx.conf"
+    if [ -n "${BENCH_TLS_DIR:-}" ]; then
+        scheme=https
+        tls=(-e "s|listen 127.0.0.1:$port\([^;]*\);|listen 127.0.0.1:$port\1 ssl;\n        ssl_certificate $BENCH_TLS_DIR/server.pem;\n        ssl_certificate_key $BENCH_TLS_DIR/server.key;\n        ssl_protocols TLSv1.2 TLSv1.3;|")
+    fi
+    sed -e "s|@WORK@|$dir|g" -e "s|@PORT@|$port|g" "${raise[@]}" "${tls[@]}" "$root/bench/gateway/nginx.conf" >"$dir/nginx.conf"
     "$bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/nginx-error.log" 2>"$dir/stderr" &
     pids+=($!)
-    wait_http_ok "http://127.0.0.1:$port/tests/http_req/rust.xml?value=42" ||
+    BENCH_CA=${BENCH_TLS_DIR:+$BENCH_TLS_DIR/ca.pem} wait_http_ok "$scheme://127.0.0.1:$port/tests/http_req/rust.xml?value=42" ||
         { cat "$dir/stderr" "$dir/nginx-error.log" >&2; exit 1; }
 }
 
