@@ -3,6 +3,7 @@
 //! everything on SIGTERM/SIGINT.
 
 use crate::admin::{AdminContext, LogControl};
+use crate::reload::Reloader;
 use crate::supervisor::Supervisor;
 use anyhow::Context;
 use cumulo_config::Config;
@@ -93,7 +94,8 @@ pub(crate) fn new_core(cfg: &Config) -> Shared {
 /// supervisor, the admin API and the cluster.
 async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<Stats> {
     let mut signals = ShutdownSignals::install();
-    tokio::task::spawn_local(reload_on_hangup());
+    let reloader: Rc<std::cell::OnceCell<Rc<Reloader>>> = Rc::default();
+    tokio::task::spawn_local(reload_on_hangup(reloader.clone()));
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
     let core = new_core(&cfg);
@@ -149,9 +151,12 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
         Some(c) => Some(crate::cluster::link::start(c, c.node_name(cfg.admin.port), core.clone()).await?),
         None => None,
     };
-    supervisor.start_all(&cfg.services);
+    let started_ids = supervisor.start_all(&cfg.services);
+    let reload = Rc::new(Reloader::new(cfg.file.clone(), supervisor.clone(), cfg.clone(), started_ids));
+    let _ = reloader.set(reload.clone());
     let admin_task = admin.map(|listener| {
         let ctx = AdminContext {
+            reloader: reload.clone(),
             core: core.clone(),
             supervisor: supervisor.clone(),
             log: Rc::new(log),
@@ -245,15 +250,22 @@ async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::
     Ok(l)
 }
 
-/// SIGHUP: every TLS listener reloads its certificate and key files (the
-/// watchers also reload on their own when the files change). Caught from
-/// the start of `serve`, so that it never kills the core.
-async fn reload_on_hangup() {
+/// SIGHUP: the config file is applied again (`reload.rs`; once the core
+/// has started its services) and every TLS listener reloads its
+/// certificate and key files (the watchers also reload on their own when
+/// the files change). Caught from the start of `serve`, so that it never
+/// kills the core.
+async fn reload_on_hangup(reloader: Rc<std::cell::OnceCell<Rc<Reloader>>>) {
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     while hup.recv().await.is_some() {
-        tracing::info!("SIGHUP: reloading the TLS certificates of the TCP listener and the HTTP gateways");
+        tracing::info!("SIGHUP: reloading the config file and the TLS certificates");
         crate::tls::request_reload();
+        match reloader.get() {
+            // Its outcome is logged by `reload` itself.
+            Some(r) => drop(r.reload().await),
+            None => tracing::warn!("SIGHUP before the services started: the config file is not reloaded"),
+        }
     }
 }
 

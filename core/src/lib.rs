@@ -29,6 +29,7 @@ pub mod daemon;
 pub mod fuzzing;
 pub mod internal;
 pub mod listener;
+pub mod reload;
 pub mod shards;
 pub mod supervisor;
 mod tls;

@@ -36,9 +36,24 @@ enum Command {
         config: PathBuf,
     },
     /// Check a config file and exit: 0 if valid, 1 with the file, field and reason if not.
+    #[command(after_help = help::RELOAD)]
     Check {
         #[arg(short, long)]
         config: PathBuf,
+        /// Also ask the core running here (its admin API: from the file's
+        /// [admin], CUMULO_ADMIN, CUMULO_ADMIN_TOKEN) what reloading its
+        /// config file would do, changing nothing.
+        #[arg(long)]
+        diff: bool,
+    },
+    /// Apply the edited config file to the running core: services added,
+    /// removed, updated in place (live options) or replaced; nothing changes
+    /// when the file is invalid or changes [core], [admin], [cluster],
+    /// [[client]] or [acl] (those need a restart). SIGHUP does the same.
+    #[command(after_help = help::RELOAD)]
+    Reload {
+        #[command(flatten)]
+        admin: AdminArgs,
     },
     /// Operate the services of a running core (through its admin API).
     #[command(after_help = help::SERVICES)]
@@ -110,6 +125,7 @@ Examples:
   cumulo services remove 3                      stop service 3 gracefully
   cumulo subscriptions --prefix /tests/         the patterns routed under /tests/, and who serves them
   cumulo log-level debug                        more detail, without a restart
+  cumulo reload                                 apply the edited config file (as SIGHUP does)
   cumulo queues                                 the durable queues: depth, deliveries, dead letters
   cumulo queues replay --queue /queue/          send a queue's dead letters again
   (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
@@ -190,19 +206,30 @@ fn main() -> ExitCode {
         Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
         Command::Queues { admin, command } => return client_done(cli::queues(&admin, command)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
+        Command::Reload { admin } => return client_done(cli::reload(&admin, false)),
         _ => {}
     }
     let log = init_logs(&cli.log_level, cli.log_format);
     match cli.command {
         Command::Bench(args) => cumulo_loadgen::main(args, socket_of_config),
-        Command::Check { config } => match cumulo_config::Config::load(&config, &CATALOGUE) {
+        Command::Check { config, diff } => match cumulo_config::Config::load(&config, &CATALOGUE) {
             Ok(cfg) if let Err(e) = cumulo_core::daemon::check(&cfg) => {
                 eprintln!("cumulo: {}: {e:#}", config.display());
                 ExitCode::FAILURE
             }
             Ok(cfg) => {
                 println!("{}: valid ({} services)", config.display(), cfg.services.len());
-                ExitCode::SUCCESS
+                if !diff {
+                    return ExitCode::SUCCESS;
+                }
+                let admin = AdminArgs {
+                    admin: std::env::var("CUMULO_ADMIN").ok(),
+                    token: std::env::var("CUMULO_ADMIN_TOKEN").ok(),
+                    token_file: std::env::var_os("CUMULO_ADMIN_TOKEN_FILE").map(PathBuf::from),
+                    config: Some(config.clone()),
+                    output: cli::Output::Text,
+                };
+                client_done(cli::reload(&admin, true))
             }
             Err(e) => {
                 eprintln!("cumulo: {e}");
@@ -230,7 +257,8 @@ fn main() -> ExitCode {
         | Command::Status { .. }
         | Command::Nodes { .. }
         | Command::Queues { .. }
-        | Command::LogLevel { .. } => {
+        | Command::LogLevel { .. }
+        | Command::Reload { .. } => {
             unreachable!("handled above")
         }
     }

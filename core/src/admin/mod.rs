@@ -61,6 +61,8 @@ pub const OPENAPI: &str = include_str!("../../../docs/admin-openapi.json");
 pub struct AdminContext {
     pub core: Shared,
     pub supervisor: Rc<Supervisor>,
+    /// The config file's services, applied again by `POST /v1/reload`.
+    pub reloader: Rc<crate::reload::Reloader>,
     pub log: Rc<LogControl>,
     /// The tokens and the brake on guessing them.
     pub auth: auth::Guard,
@@ -254,6 +256,7 @@ async fn answer(ctx: &Rc<AdminContext>, peer: IpAddr, req: Request<Incoming>) ->
         Route::DashboardScript => return Ok(dashboard::script()),
         Route::DashboardStyle => return Ok(dashboard::style()),
         Route::WhoAmI => auth::whoami(caller.as_ref()),
+        Route::Reload => services::reload(ctx, query.as_deref()).await,
     }?;
     Ok(reply::json(status, &value))
 }

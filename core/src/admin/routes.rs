@@ -35,6 +35,7 @@ pub enum Route {
     DashboardScript,
     DashboardStyle,
     WhoAmI,
+    Reload,
 }
 
 impl Route {
@@ -50,7 +51,7 @@ impl Route {
         use Route::*;
         match self {
             AddServices | UpdateService | RemoveService | RestartService | SetLogLevel | CloseWebSocket
-            | QueueReplay | QueuePurge => Role::Operate,
+            | QueueReplay | QueuePurge | Reload => Role::Operate,
             ListServices | GetService | Subscriptions | Nodes | GetLogLevel | Status | OpenApi | Metrics
             | WebSockets | Stats | Logs | Reports | Queues | QueueDeadLetters | HttpClients | Cron | Dashboard
             | DashboardScript | DashboardStyle | WhoAmI => Role::Read,
@@ -88,6 +89,7 @@ pub const ROUTES: &[(&str, &str, Route)] = &[
     ("GET", "/dashboard/app.js", Route::DashboardScript),
     ("GET", "/dashboard/app.css", Route::DashboardStyle),
     ("GET", "/v1/whoami", Route::WhoAmI),
+    ("POST", "/v1/reload", Route::Reload),
 ];
 
 #[derive(Debug, PartialEq, Eq)]

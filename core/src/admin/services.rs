@@ -101,3 +101,28 @@ pub async fn remove(ctx: &Rc<AdminContext>, id: Option<&str>) -> Answer {
         json!({ "id": id, "prefix": &*svc.prefix, "status": "removed", "processes_stopped": processes }),
     ))
 }
+
+/// `POST /v1/reload`: the core's config file applied again (reload.rs);
+/// with `dry_run=true`, only what it would do. Nothing changes when the
+/// file is invalid or changes what needs a restart.
+pub async fn reload(ctx: &AdminContext, query: Option<&str>) -> Answer {
+    use crate::reload::ReloadError;
+    let dry_run = query.is_some_and(|q| q.split('&').any(|kv| kv == "dry_run=true" || kv == "dry_run=1"));
+    let result = if dry_run { ctx.reloader.plan() } else { ctx.reloader.reload().await };
+    match result {
+        Ok(plan) => {
+            let mut v = serde_json::to_value(&plan).unwrap_or_default();
+            v["applied"] = json!(!dry_run);
+            Ok((StatusCode::OK, v))
+        }
+        Err(e) => {
+            let (status, code) = match e {
+                ReloadError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
+                ReloadError::NeedsRestart(_) => (StatusCode::CONFLICT, "needs_restart"),
+                ReloadError::NoFile => (StatusCode::CONFLICT, "no_config_file"),
+                ReloadError::Busy => (StatusCode::CONFLICT, "busy"),
+            };
+            Err(ApiError::new(status, code, e.to_string()))
+        }
+    }
+}

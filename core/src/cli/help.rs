@@ -66,3 +66,10 @@ pub const LOG_LEVEL: &str = examples!(
     "cumulo log-level debug                        more detail, without a restart",
     "cumulo log-level 'info,cumulo_core::routing=debug'",
 );
+
+pub const RELOAD: &str = examples!(
+    "cumulo reload                                 apply the edited config file of the core running here",
+    "cumulo reload -c /etc/cumulo/cumulo.toml      the admin address and token from that file",
+    "kill -HUP <pid>                               the same, by signal (the outcome is in the core's log)",
+    "cumulo check -c my.toml --diff                what a reload would do, changing nothing",
+);

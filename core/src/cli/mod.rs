@@ -446,6 +446,51 @@ pub fn log_level(a: &AdminArgs, level: &str) -> Outcome {
     Ok(format!("log level: {} (was {})\n", v["level"].as_str().unwrap_or(level), v["previous"].as_str().unwrap_or("?")))
 }
 
+/// `POST /v1/reload` (with `dry_run`: only what it would do), said as a
+/// list of what changes.
+pub fn reload(a: &AdminArgs, dry_run: bool) -> Outcome {
+    let c = client(a)?;
+    let path = if dry_run { "/v1/reload?dry_run=true" } else { "/v1/reload" };
+    let v = call(&c, Method::POST, path, None)?;
+    if a.json() {
+        return Ok(pretty(&v));
+    }
+    Ok(describe_reload(&v, dry_run))
+}
+
+fn describe_reload(v: &Value, dry_run: bool) -> String {
+    let file = v["file"].as_str().unwrap_or("?");
+    let mut out = if dry_run { format!("a reload of {file} would:\n") } else { format!("reloaded {file}:\n") };
+    let list = |key: &str| v[key].as_array().cloned().unwrap_or_default();
+    let mut changed = false;
+    for (key, mark, word) in
+        [("added", '+', "add"), ("removed", '-', "remove"), ("updated", '~', "update"), ("replaced", '*', "replace")]
+    {
+        for s in list(key) {
+            changed = true;
+            let id = s["id"].as_u64().map(|i| format!(" [{i}]")).unwrap_or_default();
+            let changes = s["changes"].as_str().filter(|c| !c.is_empty()).map(|c| format!(": {c}")).unwrap_or_default();
+            out.push_str(&format!(
+                "  {mark} {word} {}{id} ({}){changes}\n",
+                s["prefix"].as_str().unwrap_or("?"),
+                s["what"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    if !changed {
+        out.push_str("  nothing to change\n");
+    }
+    out.push_str(&format!("  {} unchanged\n", v["unchanged"].as_u64().unwrap_or(0)));
+    for s in list("kept") {
+        out.push_str(&format!(
+            "  = keep {} [{}] (added through the admin API, not in the file)\n",
+            s["prefix"].as_str().unwrap_or("?"),
+            s["id"].as_u64().unwrap_or(0)
+        ));
+    }
+    out
+}
+
 /// Reads [[service]] tables (or one service's keys at the top level) and
 /// makes their relative `path` and `dir` absolute against the file's folder,
 /// as the core does for its own config file.

@@ -120,6 +120,24 @@ impl Supervisor {
         Ok(())
     }
 
+    /// Waits until every instance of a service subscribes something (its
+    /// processes started and subscribed), at most `limit`; whether they do.
+    pub async fn wait_serving(&self, id: ServiceId, limit: Duration) -> bool {
+        let Ok(svc) = self.get(id) else { return false };
+        let want = {
+            let c = svc.config();
+            c.count_process * c.count_thread
+        };
+        let end = tokio::time::Instant::now() + limit;
+        while svc.live.serving() < want {
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
     /// Restarts a service's processes one after the other (each is
     /// terminated gracefully, and the next waits until it is running again),
     /// so a service with several processes keeps answering. A slot that gave

@@ -152,6 +152,11 @@ impl Service {
         self.cfg.borrow()
     }
 
+    /// Being removed (its processes stopping): no longer one of the running.
+    pub fn is_removing(&self) -> bool {
+        self.removing.is_cancelled()
+    }
+
     pub fn is_internal(&self) -> bool {
         self.cfg.borrow().internal.is_some()
     }

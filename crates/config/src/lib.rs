@@ -434,6 +434,9 @@ pub struct Config {
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
+    /// The file it was loaded from ([`Config::load`]): what a reload reads.
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 /// A refused configuration: where and why.
@@ -467,7 +470,9 @@ impl Config {
         // another working directory.
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let base = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
-        Config::parse(&text, &file, base, catalogue)
+        let mut cfg = Config::parse(&text, &file, base, catalogue)?;
+        cfg.file = Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
+        Ok(cfg)
     }
 
     pub fn parse(text: &str, file: &str, base_dir: PathBuf, catalogue: &Catalogue) -> Result<Config, ConfigError> {

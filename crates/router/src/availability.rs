@@ -91,6 +91,11 @@ impl ServiceLive {
         decrement(&self.slots[phase.index()]);
     }
 
+    /// Instances of the service, on any shard, that subscribe something.
+    pub fn serving(&self) -> u32 {
+        self.serving.load(Ordering::Relaxed)
+    }
+
     fn count(&self, phase: SlotPhase) -> u32 {
         self.slots[phase.index()].load(Ordering::Relaxed)
     }

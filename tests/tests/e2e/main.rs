@@ -17,6 +17,7 @@ mod no_service;
 mod priority;
 mod queue_bytes;
 mod queue_limit;
+mod reload;
 mod restart;
 mod send_async;
 mod send_sync;
