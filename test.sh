@@ -49,6 +49,8 @@ suite "Haskell SDK" bash sdk/haskell/test.sh
 suite "Erlang SDK" bash sdk/erlang/test.sh
 suite "OCaml SDK" bash sdk/ocaml/test.sh
 suite "ATS2 SDK" bash sdk/ats2/test.sh
+suite "Debian package: build, contents, the packaged core serving echo through its gateway (bash packaging/deb/test.sh)" \
+    bash packaging/deb/test.sh
 suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay >/dev/null && python3 -m unittest -q bench/relay/test_relay.py"
 [ -d tests/polyglot ] && suite "Cross-language end-to-end" "$py" -m pytest -q tests/polyglot
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end" "$py" -m pytest -q tests/gateway

@@ -38,6 +38,8 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 # the HTTP server the http_client tests and benchmark send to (run by them, not as a system service)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+# the HTTP client packaging/deb/test.sh reaches the packaged core's gateway with
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 # the SDKs' linters that come from Debian (sdk/<language>/test.sh runs them)
 command -v perlcritic >/dev/null 2>&1 || missing+=(libperl-critic-perl)
 # the headless browser the dashboard test (tests/dashboard) drives

@@ -1,11 +1,11 @@
 //! The `cumulo` binary: the daemon and its command line.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use cumulo_core::admin::LogControl;
 use cumulo_core::cli::{self, help, AdminArgs, QueuesCommand, ServicesCommand, SubscriptionsArgs};
 use cumulo_core::internal::settings::CATALOGUE;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// cumulo: a polyglot service cloud.
@@ -105,7 +105,41 @@ enum Command {
     /// Measure a service or an HTTP endpoint under load: a fixed rate, or the
     /// highest stable one, with a latency report (docs/LOADGEN.md).
     Bench(cumulo_loadgen::BenchArgs),
+    /// Print the shell completion script of cumulo (subcommands, options,
+    /// their values) for SHELL to standard output.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell the script is written for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page of cumulo (roff) to standard output, or write
+    /// one page per command into a folder.
+    #[command(after_help = MAN_EXAMPLES)]
+    Man {
+        /// Write cumulo.1 and cumulo-<command>.1 (one per subcommand, e.g.
+        /// cumulo-services-add.1) into DIR, created if missing, instead.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
 }
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  cumulo completions bash > ~/.local/share/bash-completion/completions/cumulo
+  cumulo completions zsh > \"${fpath[1]}/_cumulo\"     (then start a new zsh)
+  cumulo completions fish > ~/.config/fish/completions/cumulo.fish
+  source <(cumulo completions bash)                 this shell only
+
+The Debian package installs the bash, zsh and fish scripts (docs/OPERATIONS.md).";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  cumulo man | man -l -                          read the main page now
+  cumulo man --out-dir man1                      cumulo.1, cumulo-run.1, cumulo-services-add.1, ...
+  MANPATH=$PWD: man cumulo-services-add          (with the pages in ./man1)
+
+The Debian package installs every page under /usr/share/man/man1.";
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum LogFormat {
@@ -177,6 +211,30 @@ fn use_colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) ->
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
+/// `cumulo man`: the main page on standard output, or every page into
+/// `out_dir`.
+fn man(out_dir: Option<&Path>) -> ExitCode {
+    let cmd = Cli::command();
+    let written = match out_dir {
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout().lock()),
+        Some(dir) => std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(cmd, dir)),
+    };
+    let place = out_dir.map_or("standard output".into(), Path::to_string_lossy);
+    done_writing(written, "the manual pages", &place)
+}
+
+/// The exit status of `completions` and `man`: a reader that stopped early
+/// (`cumulo man | head`) is no error.
+fn done_writing(written: std::io::Result<()>, what: &str, place: &str) -> ExitCode {
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("cumulo: cannot write {what} to {place}: {e}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
 /// Prints a client command's output, or its error on stderr with exit 1.
 fn client_done(outcome: cli::Outcome) -> ExitCode {
     match outcome {
@@ -207,6 +265,15 @@ fn main() -> ExitCode {
         Command::Queues { admin, command } => return client_done(cli::queues(&admin, command)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
         Command::Reload { admin } => return client_done(cli::reload(&admin, false)),
+        Command::Completions { shell } => {
+            // Into memory first: clap_complete panics when a write fails
+            // (a reader that stopped early).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "cumulo", &mut script);
+            let written = std::io::Write::write_all(&mut std::io::stdout().lock(), &script);
+            return done_writing(written, "the completion script", "standard output");
+        }
+        Command::Man { out_dir } => return man(out_dir.as_deref()),
         _ => {}
     }
     let log = init_logs(&cli.log_level, cli.log_format);
@@ -258,7 +325,9 @@ fn main() -> ExitCode {
         | Command::Nodes { .. }
         | Command::Queues { .. }
         | Command::LogLevel { .. }
-        | Command::Reload { .. } => {
+        | Command::Reload { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. } => {
             unreachable!("handled above")
         }
     }
