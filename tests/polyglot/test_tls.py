@@ -65,20 +65,21 @@ def _tls_core(certs: Path, client_ca: bool) -> tuple[Core, int, int]:
     return core, port, admin
 
 
-@pytest.fixture(scope="module")
-def tls_core(certs):
-    core, port, admin = _tls_core(certs, client_ca=False)
+def _running(certs: Path, client_ca: bool):
+    core, port, admin = _tls_core(certs, client_ca)
     yield core, port, admin
     core.assert_stopped_cleanly()
     shutil.rmtree(core.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tls_core(certs):
+    yield from _running(certs, client_ca=False)
 
 
 @pytest.fixture(scope="module")
 def mtls_core(certs):
-    core, port, admin = _tls_core(certs, client_ca=True)
-    yield core, port, admin
-    core.assert_stopped_cleanly()
-    shutil.rmtree(core.dir, ignore_errors=True)
+    yield from _running(certs, client_ca=True)
 
 
 def _client(built, lang: str, port: int, n: int, tls_env: dict) -> subprocess.CompletedProcess:
