@@ -37,10 +37,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-http-client", &["cumulo-service"]),
     ("cumulo-health-check", &["cumulo-http-client", "cumulo-service"]),
     ("cumulo-cron", &["cumulo-service"]),
+    ("cumulo-chaos", &["cumulo-service"]),
     (
         "cumulo",
         &[
             "cumulo-bridge",
+            "cumulo-chaos",
             "cumulo-config",
             "cumulo-cron",
             "cumulo-filesystem",

@@ -76,6 +76,8 @@ service_crates! {
     HttpClient(cumulo_http_client::HttpClient);
     /// Hosts watched, their state served by name (crates/health-check).
     HealthCheck(cumulo_health_check::HealthCheck);
+    /// Misbehaves on purpose on a share of requests (crates/chaos).
+    Chaos(cumulo_chaos::Chaos);
     /// The load generator as a service (crates/loadgen).
     RequestRate(cumulo_loadgen::RequestRate);
     /// The durable queue (crates/queue).
@@ -110,6 +112,7 @@ pub fn set_cluster(c: &cumulo_config::cluster::ClusterConfig, node: &str) {
 /// Creates one instance of the internal service `name` from its settings.
 pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match name {
+        "chaos" => Ok(Box::new(Chaos(cumulo_chaos::Chaos::from_settings(settings)?))),
         "cron" => Ok(Box::new(Cron(cumulo_cron::Cron::from_settings(settings)?))),
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "filesystem" => Ok(Box::new(Filesystem(cumulo_filesystem::Filesystem::from_settings(settings)?))),

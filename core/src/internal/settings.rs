@@ -11,12 +11,24 @@ pub const CATALOGUE: cumulo_config::Catalogue =
     cumulo_config::Catalogue { known: KNOWN, check: check_settings, needs_cluster, file_settings };
 
 /// Names accepted in `internal = "..."`.
-pub const KNOWN: &[&str] =
-    &["cron", "echo", "filesystem", "health_check", "http", "http_client", "queue", "request_rate", "tcp", "udp"];
+pub const KNOWN: &[&str] = &[
+    "chaos",
+    "cron",
+    "echo",
+    "filesystem",
+    "health_check",
+    "http",
+    "http_client",
+    "queue",
+    "request_rate",
+    "tcp",
+    "udp",
+];
 
 /// Checks the settings of the internal service `name`.
 pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> {
     match name {
+        "chaos" => cumulo_chaos::Settings::from_settings(settings).map(drop),
         "cron" => cumulo_cron::check_settings(settings),
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),

@@ -14,6 +14,9 @@ impl Supervisor {
             let cfg = svc.config().clone();
             let name = cfg.internal.clone().unwrap_or_default();
             let cancel = CancellationToken::new();
+            // An instance whose task ends by itself (a service that stops,
+            // as `chaos` does on purpose) is a crash: the slot restarts.
+            let ended = Rc::new(tokio::sync::Notify::new());
             let mut tasks = Vec::new();
             let mut ids = Vec::new();
             slot.set(ProcState::Starting, true);
@@ -37,10 +40,10 @@ impl Supervisor {
                 match created {
                     Ok((service, api)) => {
                         ids.push(api.instance_id());
-                        let cancel = cancel.clone();
+                        let (cancel, ended) = (cancel.clone(), ended.clone());
                         tasks.push(tokio::task::spawn_local(async move {
                             tokio::select! {
-                                _ = service.run(api) => {}
+                                _ = service.run(api) => ended.notify_one(),
                                 _ = cancel.cancelled() => {}
                             }
                         }));
@@ -74,6 +77,7 @@ impl Supervisor {
             let restart = tokio::select! {
                 _ = slot.restart.notified() => true,
                 _ = slot.stop.cancelled() => false,
+                _ = ended.notified() => self.after_internal_exit(svc, slot, &cfg).await,
             };
             slot.set(ProcState::Stopping, false);
             let why = format!("internal service {} ({}) stopped before handling the request", svc.id, svc.prefix);
@@ -89,6 +93,40 @@ impl Supervisor {
             if !restart {
                 return;
             }
+        }
+    }
+
+    /// An instance of the slot stopped by itself: restart the slot after
+    /// `restart_delay`, within `max_r` restarts in `max_t` as for a process
+    /// (past it the slot is given up until an admin restart). Whether to.
+    async fn after_internal_exit(
+        &self,
+        svc: &Rc<Service>,
+        slot: &Rc<Slot>,
+        cfg: &cumulo_config::ServiceConfig,
+    ) -> bool {
+        let index = slot.index;
+        if !svc.may_restart() {
+            tracing::error!(
+                service = %svc.prefix, service_id = svc.id, process = index,
+                "an internal instance stopped; giving up: more than {} restarts within {} s (max_r / max_t)",
+                cfg.max_r, cfg.max_t
+            );
+            slot.set(ProcState::Failed, false);
+            return tokio::select! {
+                _ = slot.restart.notified() => true,
+                _ = slot.stop.cancelled() => false,
+            };
+        }
+        slot.restarts.set(slot.restarts.get() + 1);
+        cumulo_router::bump(&svc.metrics.restarts);
+        tracing::warn!(service = %svc.prefix, service_id = svc.id, process = index,
+            "an internal instance stopped by itself; restarting the slot in {} ms", cfg.restart_delay);
+        slot.set(ProcState::Restarting, false);
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(cfg.restart_delay as u64)) => true,
+            _ = slot.restart.notified() => true,
+            _ = slot.stop.cancelled() => false,
         }
     }
 }

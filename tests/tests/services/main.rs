@@ -3,6 +3,7 @@
 //! the Rust SDK.
 
 mod bridge;
+mod chaos;
 mod cron;
 mod health_check;
 mod http_client;
