@@ -90,6 +90,10 @@ enum Command {
     /// Measure a service or an HTTP endpoint under load: a fixed rate, or the
     /// highest stable one, with a latency report (docs/LOADGEN.md).
     Bench(cumulo_loadgen::BenchArgs),
+    /// Write a new service in one of the SDK languages, and print how to
+    /// build it and the [[service]] lines that run it under a core.
+    #[command(after_help = help::NEW)]
+    New(cli::NewArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -115,6 +119,7 @@ Examples:
   (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
    with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE)
   cumulo bench request --socket S --name N      the highest stable request rate of a service
+  cumulo new python hello                       a new service in ./hello, and how to run it
 
 A minimal config:
   [core]
@@ -190,6 +195,7 @@ fn main() -> ExitCode {
         Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
         Command::Queues { admin, command } => return client_done(cli::queues(&admin, command)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
+        Command::New(args) => return client_done(cli::scaffold::new(args)),
         _ => {}
     }
     let log = init_logs(&cli.log_level, cli.log_format);
@@ -230,7 +236,8 @@ fn main() -> ExitCode {
         | Command::Status { .. }
         | Command::Nodes { .. }
         | Command::Queues { .. }
-        | Command::LogLevel { .. } => {
+        | Command::LogLevel { .. }
+        | Command::New(_) => {
             unreachable!("handled above")
         }
     }
