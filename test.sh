@@ -55,6 +55,8 @@ suite "Relay (benchmark ceiling) protocol tests" bash -c "make -s -C bench/relay
 [ -d tests/polyglot ] && suite "Cross-language end-to-end" "$py" -m pytest -q tests/polyglot
 [ -d tests/gateway ] && suite "HTTP gateway end-to-end" "$py" -m pytest -q tests/gateway
 [ -d tests/dashboard ] && suite "Dashboard in headless Chromium" "$py" -m pytest -q tests/dashboard
+[ -d tests/scaffold ] && suite "cumulo new: a service in every SDK language, built and run under a core" \
+    "$py" -m pytest -q tests/scaffold
 
 # The end-to-end suites again with the core on two threads (core.threads = 2:
 # shards, docs/ARCHITECTURE.md); the harnesses read CUMULO_TEST_THREADS.

@@ -122,6 +122,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
     },
+    /// Write a new service in one of the SDK languages, and print how to
+    /// build it and the [[service]] lines that run it under a core.
+    #[command(after_help = help::NEW)]
+    New(cli::NewArgs),
 }
 
 const COMPLETIONS_EXAMPLES: &str = "\
@@ -165,6 +169,7 @@ Examples:
   (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
    with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE)
   cumulo bench request --socket S --name N      the highest stable request rate of a service
+  cumulo new python hello                       a new service in ./hello, and how to run it
 
 A minimal config:
   [core]
@@ -274,6 +279,7 @@ fn main() -> ExitCode {
             return done_writing(written, "the completion script", "standard output");
         }
         Command::Man { out_dir } => return man(out_dir.as_deref()),
+        Command::New(args) => return client_done(cli::scaffold::new(args)),
         _ => {}
     }
     let log = init_logs(&cli.log_level, cli.log_format);
@@ -327,7 +333,8 @@ fn main() -> ExitCode {
         | Command::LogLevel { .. }
         | Command::Reload { .. }
         | Command::Completions { .. }
-        | Command::Man { .. } => {
+        | Command::Man { .. }
+        | Command::New(_) => {
             unreachable!("handled above")
         }
     }

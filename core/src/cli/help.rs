@@ -73,3 +73,19 @@ pub const RELOAD: &str = examples!(
     "kill -HUP <pid>                               the same, by signal (the outcome is in the core's log)",
     "cumulo check -c my.toml --diff                what a reload would do, changing nothing",
 );
+
+/// `cumulo new`: no admin API, so not the `examples!` tail.
+pub const NEW: &str = "\
+Languages: c, cpp, python, go, rust, java, javascript, ruby, php, perl, erlang,
+ocaml, haskell, ats2 (the SDKs of sdk/; each service has the shape of
+examples/http_req/<language>/).
+
+Examples:
+  cumulo new python hello                      ./hello/hello.py, subscribing hello/get under /hello/
+  cumulo new go orders --prefix /shop/         ./orders: /shop/orders/get
+  cumulo new rust hello --dir /srv/hello --sdk ~/cumulo/sdk
+
+It prints the command that builds the service and the [[service]] lines that
+run it: paste them into a core's config file (or `cumulo services add FILE`).
+The service answers `hello from <name>` (with the request's value parameter);
+through the gateway: curl 'http://127.0.0.1:8080/hello/hello?value=42'.";

@@ -6,12 +6,14 @@
 mod client;
 pub mod help;
 mod queues;
+pub mod scaffold;
 mod show;
 mod subscriptions;
 mod table;
 
 pub use client::{AdminClient, Reply};
 pub use queues::{queues, QueuesCommand};
+pub use scaffold::NewArgs;
 pub use subscriptions::{subscriptions, SubscriptionsArgs};
 
 use clap::{Args, Subcommand};
