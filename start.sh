@@ -53,6 +53,26 @@ missing=()
 need_rust
 need_python
 apt_install "${missing[@]}"
+# The other builds (mostly downloads: pip, npm, Go modules) run while cargo
+# builds the core, in a process group of their own, stopped if this script
+# ends first (Ctrl-C, or the core's build failing).
+: >"$out/built"
+others() {
+    "${step[@]}" build_python
+    local lang
+    for lang in "${first[@]:2}"; do
+        if "${step[@]}" "build_$lang" 2>"$out/$lang.log"; then
+            echo "$lang" >>"$out/built"
+        else
+            note "$lang: failed to build (see $out/$lang.log); left out"
+        fi
+    done
+}
+set -m
+others &
+others_pid=$!
+set +m
+trap 'kill -- -"$others_pid" 2>/dev/null || true' EXIT
 if [ -n "${CUMULO_ALL_TARGETS:-}" ]; then
     # Under test.sh, whose setup built the workspace with its tests: the same
     # selection, then up to date. The core alone would resolve other features
@@ -61,16 +81,13 @@ if [ -n "${CUMULO_ALL_TARGETS:-}" ]; then
 else
     build_rust -p cumulo -p http_req
 fi
-build_python
-serving=(rust python)
+wait "$others_pid" || { echo "start.sh: the Python SDK could not be installed" >&2; exit 1; }
+trap - EXIT
+mapfile -t built <"$out/built"
+serving=(rust python "${built[@]}")
 for lang in "${first[@]:2}"; do
-    # a language that fails to build is left out, and said so in the summary
-    if "${step[@]}" "build_$lang" 2>"$out/$lang.log"; then
-        serving+=("$lang")
-    else
-        why[$lang]="failed to build (see $out/$lang.log)"
-        note "$lang: ${why[$lang]}"
-    fi
+    # a language that failed to build is left out, and said so in the summary
+    [[ " ${built[*]} " == *" $lang "* ]] || why[$lang]="failed to build (see $out/$lang.log)"
 done
 cfg="$out/cumulo.toml"
 services config examples/cumulo.toml "$cfg" "${serving[@]}"
