@@ -33,6 +33,8 @@ py="$root/sdk/python/.venv/bin/python"
 
 suite "Setup: a second run of start.sh's setup builds nothing and says so (bash scripts/setup_test.sh)" \
     bash scripts/setup_test.sh
+suite "Start: start.sh answers first, then the languages held back join the running core; SIGINT stops it (bash scripts/start_test.sh)" \
+    bash scripts/start_test.sh
 suite "Rust: format and lints (cargo fmt --check; cargo clippy -D warnings, workspace lints in Cargo.toml)" \
     bash -c "cargo fmt --all --check && cargo clippy --release --workspace --all-targets --quiet -- -D warnings"
 suite "Rust: codec vectors, core, Rust SDK, core and cluster end-to-end" cargo test --release --workspace --no-fail-fast
