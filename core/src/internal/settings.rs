@@ -94,9 +94,10 @@ mod tests {
             (
                 "internal = \"nosuch\"",
                 "service[0] (/s/).internal",
-                "unknown internal service 'nosuch' (known: cron, echo,",
+                "unknown internal service 'nosuch' (known: chaos, cron, echo,",
             ),
             ("internal = \"echo\"\nsettings = { colour = 1 }", "service[0] (/s/).settings", "echo: unknown setting"),
+            ("internal = \"chaos\"\nsettings = { fail = 2 }", "service[0] (/s/).settings", "chaos: fail: must be a share"),
             ("internal = \"http\"\nsettings = { port = \"x\" }", "service[0] (/s/).settings", "port"),
             (
                 "internal = \"queue\"\nsettings = { dir = \"q\", sync = \"sometimes\" }",
