@@ -115,8 +115,10 @@ pub fn load(files: &Files) -> Result<CertifiedKey, String> {
     let key_pem = read(&files.key, &key_setting)?;
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| format!("{key_setting} {}: no usable PEM private key: {}", files.key.display(), pem_problem(e)))?;
+    // The other key by its name alone: "settings.tls_cert", "core.tcp_tls_cert".
+    let cert_name = cert_setting.rsplit(' ').next().unwrap_or(&cert_setting);
     CertifiedKey::from_der(chain, key, &provider()).map_err(|e| {
-        format!("{key_setting} {} does not go with {cert_setting} {}: {e}", files.key.display(), files.cert.display())
+        format!("{key_setting} {} does not go with {cert_name} {}: {e}", files.key.display(), files.cert.display())
     })
 }
 
