@@ -97,7 +97,11 @@ mod tests {
                 "unknown internal service 'nosuch' (known: chaos, cron, echo,",
             ),
             ("internal = \"echo\"\nsettings = { colour = 1 }", "service[0] (/s/).settings", "echo: unknown setting"),
-            ("internal = \"chaos\"\nsettings = { fail = 2 }", "service[0] (/s/).settings", "chaos: fail: must be a share"),
+            (
+                "internal = \"chaos\"\nsettings = { fail = 2 }",
+                "service[0] (/s/).settings",
+                "chaos: fail: must be a share",
+            ),
             ("internal = \"http\"\nsettings = { port = \"x\" }", "service[0] (/s/).settings", "port"),
             (
                 "internal = \"queue\"\nsettings = { dir = \"q\", sync = \"sometimes\" }",
