@@ -201,3 +201,32 @@ fn a_tls_setting_that_cannot_work_is_refused_by_check() {
     assert!(ok, "{err}");
     let _ = certs;
 }
+
+#[test]
+fn an_expired_certificate_and_tls_to_a_plaintext_port_fail_to_connect() {
+    let certs_dir = TempDir::new();
+    let certs = make_certs(&certs_dir.0);
+    std::thread::sleep(ms(1100)); // expired.pem's one second is over
+    let (port, admin) = (free_port(), free_port());
+    let _core = Core::start(
+        Config::new()
+            .core("tcp", q(&format!("127.0.0.1:{port}")))
+            .core("tcp_tls_cert", q(&certs.join("expired.pem").display().to_string()))
+            .core("tcp_tls_key", q(&certs.join("expired.key").display().to_string()))
+            .core("tcp_anonymous", q("any"))
+            .admin("port", admin),
+    );
+    let e = connect(port, "/c/", trusting(&certs.join("ca.pem"))).err().expect("an expired certificate is refused");
+    assert!(e.to_string().contains("certificate expired"), "{e}");
+    // TLS to a core whose TCP listener speaks plaintext: no session.
+    let plain = free_port();
+    // (A ClientHello is no frame: the core closes it by core.hello_timeout.)
+    let _plain_core = Core::start(
+        Config::new()
+            .core("tcp", q(&format!("127.0.0.1:{plain}")))
+            .core("tcp_anonymous", q("any"))
+            .core("hello_timeout", 300),
+    );
+    let e = connect(plain, "/c/", trusting(&certs.join("ca.pem"))).err().expect("no TLS session with a plaintext port");
+    assert!(e.to_string().contains("TLS handshake"), "{e}");
+}
