@@ -52,10 +52,19 @@ pub enum Listener {
 }
 
 impl Listener {
+    /// A setting's key: `settings.tls_cert`, `core.tcp_tls_key`.
+    fn key(self, which: &str) -> String {
+        match self {
+            Listener::Http => format!("settings.tls_{which}"),
+            Listener::Tcp => format!("core.tcp_tls_{which}"),
+        }
+    }
+
+    /// A setting as errors and logs name it (a gateway's with `http: `).
     fn setting(self, which: &str) -> String {
         match self {
-            Listener::Http => format!("http: settings.tls_{which}"),
-            Listener::Tcp => format!("core.tcp_tls_{which}"),
+            Listener::Http => format!("http: {}", self.key(which)),
+            Listener::Tcp => self.key(which),
         }
     }
 
@@ -115,8 +124,7 @@ pub fn load(files: &Files) -> Result<CertifiedKey, String> {
     let key_pem = read(&files.key, &key_setting)?;
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| format!("{key_setting} {}: no usable PEM private key: {}", files.key.display(), pem_problem(e)))?;
-    // The other key by its name alone: "settings.tls_cert", "core.tcp_tls_cert".
-    let cert_name = cert_setting.rsplit(' ').next().unwrap_or(&cert_setting);
+    let cert_name = files.listener.key("cert");
     CertifiedKey::from_der(chain, key, &provider()).map_err(|e| {
         format!("{key_setting} {} does not go with {cert_name} {}: {e}", files.key.display(), files.cert.display())
     })
