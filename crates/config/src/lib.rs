@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod policy;
 mod trust;
 
 pub use trust::{check_token, expand as expand_acl, AclGroups, Anonymous, ClientConfig, MAX_ACL_PATTERNS, MAX_CLIENTS};
@@ -431,6 +432,10 @@ pub struct Config {
     /// Unmanaged programs admitted by token (docs/SECURITY.md).
     #[serde(default, rename = "client")]
     pub clients: Vec<ClientConfig>,
+    /// Resiliency policies (retries, circuit breakers, timeouts, outlier
+    /// ejection) by destination; none: a request fails once.
+    #[serde(default, rename = "policy")]
+    pub policies: Vec<policy::PolicyConfig>,
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -560,6 +565,7 @@ impl Config {
         }
         validate_options("core.unmanaged", &c.unmanaged)?;
         admin::validate(&self.admin)?;
+        policy::validate("policy", &self.policies)?;
         if let Some(cluster) = &self.cluster {
             cluster::validate(cluster)?;
         }
