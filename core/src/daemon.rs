@@ -87,6 +87,7 @@ pub(crate) fn limits(cfg: &Config) -> Limits {
 pub(crate) fn new_core(cfg: &Config) -> Shared {
     let mut core = Core::new(limits(cfg), cfg.core.unmanaged.clone());
     core.set_clients(Rc::new(cumulo_router::Clients::new(&cfg.clients, &cfg.core.unmanaged)));
+    core.set_policies(&cfg.policies);
     Rc::new(RefCell::new(core))
 }
 

@@ -19,6 +19,8 @@
 //! - `rules`: CloudI's routing rules for CloudI-protocol senders;
 //! - `availability`: what a request for a name nothing subscribes gets,
 //!   by the state of the configured service that covers it;
+//! - `resilience`: retries, circuit breakers, timeouts and outlier
+//!   ejection by `[[policy]]` (the rules are in `cumulo_resilience`);
 //! - `trust`: named clients, send rules (dest_list_allow / deny) and what
 //!   an instance without a token may claim.
 //!
@@ -35,6 +37,7 @@ mod metrics;
 mod queue;
 mod registry;
 mod remote;
+mod resilience;
 mod routing;
 mod rules;
 pub mod shards;
@@ -51,6 +54,8 @@ pub use instance::{Endpoint, Instance, InternalInbox, Outbox, OwnedRequest, Resp
 pub use metrics::{bump, ProcessUsage, PromText, ServiceCounts, ServiceMetrics, Stats, DURATION_BOUNDS_US};
 pub use registry::InstanceId;
 pub use remote::accept_remote;
+pub use resilience::{BreakerReport, EjectedReport, ResilienceReport, ResilienceStats, TargetCounts, MAX_COPY_BYTES};
+pub use cumulo_resilience::BreakerState;
 pub use state::{Accepted, Core, Limits, ProcessSlot, ShardIndex, Shared, HUNG_AFTER_ROUNDS};
 /// Timer entries allowed beyond twice the requests in flight (see `timeouts`).
 pub use timeouts::SLACK as TIMER_SLACK;

@@ -41,6 +41,7 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         via: None,
         target: 0,
         avoid: 0,
+        attempt: 0,
     };
     let route = match core.instances.get(&from).map(|i| &i.endpoint) {
         // A multicast copy, or a request another shard gave one instance
@@ -82,6 +83,7 @@ fn come_back(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         // The side that sent it back had no instance for it, or
         // forwarded it here: it is routed on from here, not back there.
         avoid: from,
+        attempt: 0,
     };
     let timeout = f.timeout_ms;
     core.stats.forwards += 1;

@@ -39,12 +39,16 @@ pub struct Route<'a> {
     /// turn (`shards::turns`); 0: any instance.
     pub target: InstanceId,
     /// An instance not to pick: the shard that handed the request back for
-    /// want of an instance there (`cluster::come_back`); 0: none.
+    /// want of an instance there (`cluster::come_back`), or the instance a
+    /// retry's previous attempt failed at (then only while another can
+    /// take it: `resilience`); 0: none.
     pub avoid: InstanceId,
+    /// Retries made before this attempt (`resilience`).
+    pub attempt: u8,
 }
 
 impl Route<'_> {
-    fn to_owned(&self, pattern: Option<Rc<str>>) -> OwnedRequest {
+    pub(crate) fn to_owned(&self, pattern: Option<Rc<str>>) -> OwnedRequest {
         OwnedRequest {
             trans_id: self.trans_id,
             sender: self.sender,
@@ -62,7 +66,7 @@ impl Route<'_> {
 }
 
 impl OwnedRequest {
-    fn route(&self) -> Route<'_> {
+    pub(crate) fn route(&self) -> Route<'_> {
         Route {
             trans_id: self.trans_id,
             sender: self.sender,
@@ -76,6 +80,7 @@ impl OwnedRequest {
             via: None,
             target: self.target,
             avoid: 0,
+            attempt: 0,
         }
     }
 }
@@ -111,6 +116,7 @@ fn in_flight(r: &Route<'_>, dest: InstanceId, timeout_ms: u32) -> InFlight {
         flags: r.flags,
         held: Held::No,
         for_restart: false,
+        track: Default::default(),
     }
 }
 
@@ -140,7 +146,9 @@ pub(crate) fn distance(instances: &ahash::AHashMap<InstanceId, Instance>, id: &I
 /// from another node or shard is served on this side of it). `exclude`: an
 /// instance never to pick (a CloudI sender is never its own destination,
 /// docs/CLOUDI.md). `avoid`: another instance never to pick (a shard that
-/// handed the request back).
+/// handed the request back). `out`: instances taken out of selection
+/// (outlier ejection).
+#[allow(clippy::too_many_arguments, reason = "each is one rule of the selection, named at the call")]
 fn select(
     entry: &mut PatternEntry,
     how: DestRefresh,
@@ -149,11 +157,14 @@ fn select(
     away: Option<Distance>,
     exclude: Option<InstanceId>,
     avoid: Option<InstanceId>,
+    out: Option<&dyn Fn(&InstanceId) -> bool>,
 ) -> Option<InstanceId> {
     use DestRefresh::*;
     let at = |id: &InstanceId| distance(instances, id);
-    let allowed = |id: &InstanceId| away != Some(at(id)) && Some(*id) != exclude && Some(*id) != avoid;
-    let restricted = away.is_some() || exclude.is_some() || avoid.is_some();
+    let allowed = |id: &InstanceId| {
+        away != Some(at(id)) && Some(*id) != exclude && Some(*id) != avoid && !out.is_some_and(|o| o(id))
+    };
+    let restricted = away.is_some() || exclude.is_some() || avoid.is_some() || out.is_some();
     if how == RoundRobin {
         return next_where(entry, allowed);
     }
@@ -510,6 +521,7 @@ impl Core {
             0 => opts.timeout_async,
             t => t,
         };
+        let timeout = if self.resilience.is_some() { self.policy_timeout(s.name, timeout) } else { timeout };
         self.stats.requests += 1;
         let route = Route {
             trans_id: s.trans_id,
@@ -524,6 +536,7 @@ impl Core {
             via: None,
             target: 0,
             avoid: 0,
+            attempt: 0,
         };
         self.route(&route, false, timeout);
     }
@@ -554,6 +567,9 @@ impl Core {
             None => r,
         };
         let how = match self.select(r, rerouted, policy) {
+            Selected::Instance(chosen) if self.resilience.is_some() => {
+                return self.route_planned(r, rerouted, timeout_ms, chosen)
+            }
             Selected::Instance(chosen) => return self.deliver_or_queue(r, rerouted, timeout_ms, chosen),
             Selected::NoSubscriber => {
                 if r.wait_for_service && self.now < r.deadline {
@@ -608,16 +624,34 @@ impl Core {
             _ => None,
         };
         let avoid = Some(r.avoid).filter(|a| *a != 0);
-        let chosen = match (named, &self.turns) {
-            (Some(i), _) => Some((i.id, 0)),
-            (None, Some(turns)) if how == DestRefresh::RoundRobin => {
-                let allowed = |id: &InstanceId| {
-                    from != Some(distance(&self.instances, id)) && Some(*id) != exclude && Some(*id) != avoid
-                };
-                in_turn(entry, &self.instances, &self.mirrors, turns, allowed)
+        // Instances taken out by outlier ejection (`resilience`); when
+        // nothing else is left they still serve, as does the instance a
+        // retry's last attempt failed at.
+        let ejected = self.resilience.as_deref().and_then(|x| x.ejected());
+        let now = self.now;
+        let out = |id: &InstanceId| ejected.is_some_and(|e| e.get(id).is_some_and(|until| *until > now));
+        let mut chosen = None;
+        for (skip_out, avoid) in [(ejected.is_some(), avoid), (false, avoid.filter(|_| r.attempt == 0))] {
+            chosen = match (named, &self.turns) {
+                (Some(i), _) => Some((i.id, 0)),
+                (None, Some(turns)) if how == DestRefresh::RoundRobin => {
+                    let allowed = |id: &InstanceId| {
+                        from != Some(distance(&self.instances, id))
+                            && Some(*id) != exclude
+                            && Some(*id) != avoid
+                            && !(skip_out && out(id))
+                    };
+                    in_turn(entry, &self.instances, &self.mirrors, turns, allowed)
+                }
+                (None, _) => {
+                    let skip = skip_out.then_some(&out as &dyn Fn(&InstanceId) -> bool);
+                    select(entry, how, &self.instances, spread, from, exclude, avoid, skip).map(|d| (d, 0))
+                }
+            };
+            if chosen.is_some() || (!skip_out && (avoid.is_none() || r.attempt == 0)) {
+                break;
             }
-            (None, _) => select(entry, how, &self.instances, spread, from, exclude, avoid).map(|d| (d, 0)),
-        };
+        }
         match chosen {
             Some((dest, target)) => Selected::Instance(Chosen { dest, target, how, pattern: entry.pattern.clone() }),
             None => Selected::NoneFits(how),
@@ -651,6 +685,42 @@ impl Core {
         self.park(r.to_owned(None));
     }
 
+    /// `deliver_or_queue` under the policy of the request's name: refused
+    /// at once by an open breaker, given this attempt's deadline, tracked
+    /// to its outcome (`resilience`).
+    fn route_planned(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32, chosen: Chosen) {
+        let tid = r.trans_id;
+        match self.plan(r, chosen.dest, &chosen.pattern) {
+            crate::resilience::Plan::Plain => self.deliver_or_queue(r, rerouted, timeout_ms, chosen),
+            crate::resilience::Plan::Refused(msg) => {
+                self.stats.unavailable += 1;
+                self.fail_now(r, rerouted, Status::Unavailable, msg)
+            }
+            crate::resilience::Plan::Go(track, shorter) => {
+                let shortened;
+                let attempt = match shorter {
+                    Some(deadline) => {
+                        shortened = Route { deadline, ..r.clone() };
+                        &shortened
+                    }
+                    None => r,
+                };
+                self.deliver_or_queue(attempt, rerouted, timeout_ms, chosen);
+                // Not when it was refused and now waits for a retry (dest 0).
+                if let Some(f) = self.inflight.get_mut(&tid).filter(|f| f.dest != 0) {
+                    f.track = track;
+                    if let Some(deadline) = shorter {
+                        f.accepted = accepted_at(r.deadline, timeout_ms).min(f.accepted);
+                        if rerouted {
+                            f.deadline = deadline;
+                            self.arm_timer(tid, deadline);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Delivers `r` to the instance selected, or queues it there when the
     /// instance's window is full (bounded: `queue_room`).
     #[inline]
@@ -674,7 +744,7 @@ impl Core {
                 if let Some(inst) = self.instances.get(&dest) {
                     inst.metrics.failed(Status::QueueFull);
                 }
-                return self.fail(r, rerouted, Status::QueueFull, msg);
+                return self.fail_at(r, rerouted, Status::QueueFull, msg, dest);
             }
         }
         let inst = &self.instances[&dest];
@@ -773,8 +843,31 @@ impl Core {
         self.fail(r, rerouted, Status::NoService, msg)
     }
 
-    /// Ends a request that could not be routed with an explicit error.
+    /// Ends a request that could not be routed with an explicit error, or
+    /// keeps it for a retry when its policy says so (`resilience`).
     fn fail(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String) {
+        self.fail_at(r, rerouted, status, msg, 0)
+    }
+
+    /// `fail`, for a request refused by instance `at` (a retry avoids it).
+    fn fail_at(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String, at: InstanceId) {
+        if self.resilience.is_some() {
+            let timeout = self.inflight.get(&r.trans_id).map_or_else(
+                || r.deadline.saturating_duration_since(self.now).as_millis() as u32,
+                |f| f.timeout_ms,
+            );
+            if self.retry_unsent(r, rerouted, timeout, status, at) {
+                return;
+            }
+        }
+        self.fail_now(r, rerouted, status, msg)
+    }
+
+    /// Ends a request that could not be routed with an explicit error.
+    fn fail_now(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String) {
+        if let Some(res) = self.resilience.as_deref_mut() {
+            res.forget(&r.trans_id);
+        }
         if rerouted {
             self.inflight.remove(&r.trans_id);
         }
@@ -830,7 +923,9 @@ impl Core {
                     self.stats.timeouts += 1;
                 }
                 inst.metrics.answered(status, now.saturating_duration_since(f.accepted).as_micros() as u64);
-                self.respond(f.sender, &r.trans_id, status, r.response_info, r.response);
+                if !(f.track.is_tracked() && self.settle(r.trans_id, &f, status, id)) {
+                    self.respond(f.sender, &r.trans_id, status, r.response_info, r.response);
+                }
             }
             None => self.stats.late += counts_late as u64,
         }
@@ -872,6 +967,7 @@ impl Core {
             via: None,
             target: 0,
             avoid: 0,
+            attempt: 0,
         };
         let timeout = f.timeout_ms;
         if let Some(at) = shortened {
@@ -897,6 +993,7 @@ impl Core {
         let now = self.now;
         let Some(sender) = self.instances.get(&id) else { return (vec![], vec![]) };
         let timeout = if s.timeout == 0 { sender.options.timeout_async } else { s.timeout };
+        let timeout = if self.resilience.is_some() { self.policy_timeout(s.name, timeout) } else { timeout };
         let deadline = now + Duration::from_millis(timeout as u64);
         let mut ids = Vec::new();
         let mut failed = Vec::new();
@@ -940,6 +1037,7 @@ impl Core {
                 via: None,
                 target,
                 avoid: 0,
+                attempt: 0,
             };
             if !deliver_now {
                 if let Err(msg) = self.queue_room(dest, &route) {
@@ -959,6 +1057,7 @@ impl Core {
                 flags: REQUEST_MCAST,
                 held: Held::No,
                 for_restart: false,
+                track: Default::default(),
             };
             self.inflight.insert(tid, f);
             self.stats.requests += 1;

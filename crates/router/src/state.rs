@@ -76,6 +76,8 @@ pub struct InFlight {
     /// name, which is (re)starting (`availability`): if none comes within
     /// its timeout, it is UNAVAILABLE rather than TIMEOUT.
     pub for_restart: bool,
+    /// Its policy's hold on it, when one follows its outcome (`resilience`).
+    pub track: crate::resilience::Track,
 }
 
 /// A managed process as the core knows it (the supervisor owns the OS side).
@@ -166,6 +168,9 @@ pub struct Core {
     /// The configured services, shared by the shards: what a request for a
     /// name nothing subscribes gets (`availability`).
     pub(crate) availability: crate::availability::Availability,
+    /// Retries, breakers and outlier ejection (`[[policy]]`); None with no
+    /// policy: every path then pays one branch for them.
+    pub(crate) resilience: Option<Box<crate::resilience::Resilience>>,
 }
 
 /// Where a core stands among the shards of one process.
@@ -228,6 +233,7 @@ impl Core {
             mirrors: AHashMap::new(),
             turns: None,
             availability: Default::default(),
+            resilience: None,
         }
     }
 
@@ -548,7 +554,9 @@ impl Core {
             if let Some(f) = self.inflight.remove(&tid) {
                 self.stats.crashed += 1;
                 inst.metrics.failed(Status::Crashed);
-                self.respond(f.sender, &tid, Status::Crashed, b"", crashed.as_bytes());
+                if !(f.track.is_tracked() && self.settle(tid, &f, Status::Crashed, id)) {
+                    self.respond(f.sender, &tid, Status::Crashed, b"", crashed.as_bytes());
+                }
             }
         }
         let queued: Vec<OwnedRequest> = inst.queue.drain().collect();
@@ -558,6 +566,7 @@ impl Core {
                 self.reroute(q);
             }
         }
+        self.forget_instance(id);
         tracing::debug!(instance = id, "{} disconnected: {why}", inst.label);
         drop(inst); // its subscriptions' strings go with it, before a trim
         self.registry.give_back_memory(self.now);
@@ -584,7 +593,10 @@ impl Core {
     pub fn arm_timer(&mut self, tid: TransId, deadline: Instant) {
         if self.timers.needs_sweep(self.inflight.len()) {
             let inflight = &self.inflight;
-            self.timers.retain(|at, tid| inflight.get(tid).is_some_and(|f| f.deadline == at));
+            let retries = self.resilience.as_deref();
+            self.timers.retain(|at, tid| {
+                inflight.get(tid).is_some_and(|f| f.deadline == at) || retries.is_some_and(|r| r.retry_due(tid, at))
+            });
         }
         self.timers.arm(tid, deadline);
     }
@@ -597,12 +609,14 @@ impl Core {
         // and fuzz targets on a paused clock, the one their sleeps advance.
         let now = tokio::time::Instant::now().into_std();
         for _ in 0..batch {
-            let Some((_, tid)) = self.timers.pop_due(now) else { return false };
+            let Some((at, tid)) = self.timers.pop_due(now) else { return false };
             // An entry outlives its request's answer, and a forward arms a
             // new, earlier one: only a request still in flight whose own
             // deadline has passed expires.
             if self.inflight.get(&tid).is_some_and(|f| f.deadline <= now) {
                 self.expire(tid);
+            } else if self.resilience.as_deref().is_some_and(|r| r.retry_due(&tid, at)) {
+                self.fire_retry(tid);
             }
         }
         true
@@ -621,6 +635,19 @@ impl Core {
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.
         self.unhold(f.held, f.dest);
+        if let Some(r) = self.resilience.as_deref_mut() {
+            if f.track.is_tracked() {
+                let dest = f.dest;
+                if self.settle(tid, &f, Status::Timeout, dest) {
+                    if let Some(i) = self.instances.get(&dest) {
+                        i.metrics.failed(Status::Timeout);
+                    }
+                    return;
+                }
+            } else {
+                r.forget(&tid);
+            }
+        }
         if f.for_restart && f.dest == 0 {
             // Its service is still (re)starting: try again later, not "slow".
             self.stats.unavailable += 1;
@@ -660,6 +687,7 @@ impl Core {
         self.now = now;
         let previous = std::mem::replace(&mut self.last_keepalive, now);
         self.registry.give_back_memory(now);
+        self.sweep_ejected(now);
         let mut hung = Vec::new();
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };
@@ -706,6 +734,7 @@ impl Core {
             queued.extend(inst.queue.drain().map(|q| (q, Some(m.clone()))));
         }
         self.holds.clear();
+        self.drop_waiting_retries();
         for (q, metrics) in queued {
             if let Some(f) = self.inflight.remove(&q.trans_id) {
                 metrics.inspect(|m| m.failed(Status::ShuttingDown));

@@ -7,3 +7,4 @@ mod chaos;
 mod cron;
 mod health_check;
 mod http_client;
+mod resiliency;

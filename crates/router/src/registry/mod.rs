@@ -306,6 +306,14 @@ impl Registry {
     }
 
     /// The entry of one pattern, exactly.
+    /// The instances subscribed to `pattern` (each once).
+    pub fn instances_of(&self, pattern: &str) -> Vec<InstanceId> {
+        let mut ids: Vec<InstanceId> = self.entries.get(pattern).map(|e| e.instances.clone()).unwrap_or_default();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     pub fn entry_mut(&mut self, pattern: &str) -> Option<&mut PatternEntry> {
         self.entries.get_mut(pattern)
     }
