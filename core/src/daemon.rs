@@ -124,6 +124,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
         tokio::task::spawn_local(crate::listener::serve_tcp(core.clone(), l, tls));
     }
     tokio::task::spawn_local(timer_loop(core.clone()));
+    tokio::task::spawn_local(health_loop(core.clone()));
 
     let supervisor = Supervisor::new(core.clone(), cfg.base_dir.clone(), socket.display().to_string());
     if let Some(links) = &shards {
@@ -323,6 +324,17 @@ pub(crate) async fn timer_loop(core: Shared) {
             }
             None => wake.notified().await,
         }
+    }
+}
+
+/// Sends the health probes that are due (`[service.health]`), checked
+/// every 100 ms: a probe's interval is at least that.
+pub(crate) async fn health_loop(core: Shared) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        core.borrow_mut().health_tick();
     }
 }
 

@@ -39,6 +39,7 @@ async fn serve(cfg: Config, ends: Ends) -> Stats {
     let core = crate::daemon::new_core(&cfg);
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+    tokio::task::spawn_local(crate::daemon::health_loop(core.clone()));
     tokio::task::spawn_local(keepalive(core.clone()));
     tracing::debug!("shard {index} running");
     links.stopped().await;

@@ -263,6 +263,30 @@ pub struct ServiceOptions {
     pub dest_list_allow: Option<Vec<String>>,
     /// The names it may not send to; checked first (CloudI's dest_list_deny).
     pub dest_list_deny: Vec<String>,
+    /// Health probes the core sends each of its instances (none: not
+    /// probed).
+    pub health: Option<HealthProbe>,
+}
+
+/// `[service.health]`: the core sends each instance of the service a
+/// request for `prefix + pattern` every `interval_ms`; an instance that
+/// fails `threshold` probes in a row (an error, no answer within
+/// `timeout_ms`, a window too full to take one) is out of selection until a
+/// probe succeeds. An instance that does not subscribe the name is not
+/// probed.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthProbe {
+    pub pattern: String,
+    pub interval_ms: u32,
+    pub timeout_ms: u32,
+    pub threshold: u32,
+}
+
+impl Default for HealthProbe {
+    fn default() -> Self {
+        HealthProbe { pattern: "health".into(), interval_ms: 5_000, timeout_ms: 1_000, threshold: 3 }
+    }
 }
 
 impl Default for ServiceOptions {
@@ -279,6 +303,7 @@ impl Default for ServiceOptions {
             max_window: MAX_WINDOW,
             dest_list_allow: None,
             dest_list_deny: Vec::new(),
+            health: None,
         }
     }
 }
@@ -360,6 +385,8 @@ pub struct ServiceConfig {
     pub dest_list_allow: Option<Vec<String>>,
     /// Names its instances may not send to: patterns or `[acl]` groups.
     pub dest_list_deny: Vec<String>,
+    /// Health probes of its instances (`[service.health]`).
+    pub health: Option<HealthProbe>,
     /// Settings of an internal service (each documents its own).
     pub settings: toml::Table,
 }
@@ -391,6 +418,7 @@ impl Default for ServiceConfig {
             max_window: o.max_window,
             dest_list_allow: None,
             dest_list_deny: Vec::new(),
+            health: None,
             settings: toml::Table::new(),
         }
     }
@@ -410,6 +438,7 @@ impl ServiceConfig {
             max_window: self.max_window,
             dest_list_allow: self.dest_list_allow.clone(),
             dest_list_deny: self.dest_list_deny.clone(),
+            health: self.health.clone(),
         }
     }
 }
@@ -737,7 +766,22 @@ fn validate_options(at: &str, o: &ServiceOptions) -> Result<(), (String, String)
     check(o.timeout_init > 0, "timeout_init", "must be at least 1 ms")?;
     check(o.queue_limit > 0, "queue_limit", "must be at least 1")?;
     check(o.queue_size >= 1024, "queue_size", "must be at least 1024 bytes")?;
-    check((1..=MAX_WINDOW).contains(&o.max_window), "max_window", "must be 1 .. 1024")
+    check((1..=MAX_WINDOW).contains(&o.max_window), "max_window", "must be 1 .. 1024")?;
+    if let Some(h) = &o.health {
+        check(
+            !h.pattern.is_empty() && !cumulo_pattern::has_wildcard(&h.pattern),
+            "health.pattern",
+            "must be a name (no wildcard): the core sends each instance a request for prefix + pattern",
+        )?;
+        check(h.interval_ms >= 100, "health.interval_ms", "must be at least 100 ms")?;
+        check(
+            h.timeout_ms >= 1 && h.timeout_ms < h.interval_ms,
+            "health.timeout_ms",
+            "must be at least 1 ms and shorter than health.interval_ms",
+        )?;
+        check(h.threshold >= 1, "health.threshold", "must be at least 1")?;
+    }
+    Ok(())
 }
 
 pub fn default_socket_path() -> PathBuf {

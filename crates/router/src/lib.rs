@@ -21,6 +21,8 @@
 //!   by the state of the configured service that covers it;
 //! - `resilience`: retries, circuit breakers, timeouts and outlier
 //!   ejection by `[[policy]]` (the rules are in `cumulo_resilience`);
+//! - `health`: probes of the instances of services with
+//!   `[service.health]`, and those out of selection for failing them;
 //! - `trust`: named clients, send rules (dest_list_allow / deny) and what
 //!   an instance without a token may claim.
 //!
@@ -31,6 +33,7 @@ mod availability;
 mod close_reason;
 mod error;
 pub mod frames;
+mod health;
 mod held;
 mod instance;
 mod metrics;
@@ -49,13 +52,14 @@ mod trust;
 
 pub use availability::{Availability, ServiceLive, SlotPhase};
 pub use close_reason::CloseReason;
+pub use cumulo_resilience::BreakerState;
 pub use error::RouteError;
+pub use health::HealthReport;
 pub use instance::{Endpoint, Instance, InternalInbox, Outbox, OwnedRequest, Response, ServiceId};
 pub use metrics::{bump, ProcessUsage, PromText, ServiceCounts, ServiceMetrics, Stats, DURATION_BOUNDS_US};
 pub use registry::InstanceId;
 pub use remote::accept_remote;
 pub use resilience::{BreakerReport, EjectedReport, ResilienceReport, ResilienceStats, TargetCounts, MAX_COPY_BYTES};
-pub use cumulo_resilience::BreakerState;
 pub use state::{Accepted, Core, Limits, ProcessSlot, ShardIndex, Shared, HUNG_AFTER_ROUNDS};
 /// Timer entries allowed beyond twice the requests in flight (see `timeouts`).
 pub use timeouts::SLACK as TIMER_SLACK;

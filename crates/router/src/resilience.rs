@@ -374,7 +374,7 @@ impl Core {
         }
     }
 
-    fn from_pseudo(&self, sender: InstanceId) -> bool {
+    fn sent_by_pseudo(&self, sender: InstanceId) -> bool {
         self.instances.get(&sender).is_some_and(|i| i.endpoint.is_pseudo())
     }
 
@@ -382,7 +382,7 @@ impl Core {
     /// by `pattern`).
     pub(crate) fn plan(&mut self, r: &Route<'_>, dest: InstanceId, pattern: &Rc<str>) -> Plan {
         let now = self.now;
-        let outlier_only = self.from_pseudo(r.sender);
+        let outlier_only = self.sent_by_pseudo(r.sender);
         let to_pseudo = self.instances.get(&dest).is_some_and(|i| i.endpoint.is_pseudo());
         let Some(res) = self.resilience.as_deref_mut() else { return Plan::Plain };
         let Some(policy) = res.policies.for_name(r.name).filter(|p| p.tracks_outcomes()).cloned() else {
@@ -406,12 +406,7 @@ impl Core {
                 Admission::Probe => track.probe = true,
                 Admission::Refused(wait) => {
                     res.stats.refused += 1;
-                    return Plan::Refused(format!(
-                        "the circuit breaker of policy '{}' for '{pattern}' is open after repeated failures; it lets a \
-                         probe through in {} ms",
-                        policy.name,
-                        wait.as_millis()
-                    ));
+                    return Plan::Refused(refused(&policy, pattern, wait));
                 }
             }
         }
@@ -430,6 +425,35 @@ impl Core {
             }
         }
         Plan::Go(track, shorter)
+    }
+
+    /// What the policy of `name` says of a multicast copy chosen by
+    /// `pattern`: refused by an open breaker (the message), or tracked for
+    /// its breaker and instance. Copies are not retried: each is for its
+    /// instance.
+    pub(crate) fn plan_copy(&mut self, sender: InstanceId, name: &str, pattern: &Rc<str>) -> Result<Track, String> {
+        let now = self.now;
+        let outlier_only = self.sent_by_pseudo(sender);
+        let Some(res) = self.resilience.as_deref_mut() else { return Ok(Track::default()) };
+        let Some(policy) = res.policies.for_name(name).filter(|p| p.breaker.is_some() || p.outlier.is_some()).cloned()
+        else {
+            return Ok(Track::default());
+        };
+        let target = res.target(&policy, pattern, now);
+        let mut track = Track { target, generation: res.generation, attempt: 0, probe: false, outlier_only };
+        let t = &mut res.targets[target as usize];
+        if let (false, Some(s), Some(b)) = (outlier_only, &policy.breaker, &mut t.breaker) {
+            match b.admit(s, now) {
+                Admission::Pass => {}
+                Admission::Probe => track.probe = true,
+                Admission::Refused(wait) => {
+                    res.stats.refused += 1;
+                    return Err(refused(&policy, pattern, wait));
+                }
+            }
+        }
+        t.counts.attempts += 1;
+        Ok(track)
     }
 
     /// The outcome of a tracked request that reached (or was queued at)
@@ -464,16 +488,14 @@ impl Core {
         if !track.outlier_only {
             if let (Some(s), Some(b)) = (&policy.breaker, &mut t.breaker) {
                 let counted = s.failures.contains(status);
-                if counted || !failed {
-                    if b.record(s, counted, track.probe, now) == Some(BreakerState::Open) {
-                        res.stats.trips += 1;
-                        tracing::warn!(
-                            "circuit breaker of policy '{}' for '{pattern}' opened ({status}); requests get \
-                             UNAVAILABLE for {} ms",
-                            policy.name,
-                            s.open.as_millis()
-                        );
-                    }
+                if (counted || !failed) && b.record(s, counted, track.probe, now) == Some(BreakerState::Open) {
+                    res.stats.trips += 1;
+                    tracing::warn!(
+                        "circuit breaker of policy '{}' for '{pattern}' opened ({status}); requests get UNAVAILABLE \
+                         for {} ms",
+                        policy.name,
+                        s.open.as_millis()
+                    );
                 }
             }
         }
@@ -515,7 +537,8 @@ impl Core {
         res.stats.retries += 1;
         res.targets[track.target as usize].counts.retries += 1;
         tracing::debug!("retrying {tid} to '{}' in {:?} after {status}", request.name, at - now);
-        res.waiting.insert(tid, Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms: f.timeout_ms });
+        res.waiting
+            .insert(tid, Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms: f.timeout_ms });
         let sender = f.sender;
         self.inflight.insert(
             tid,
@@ -615,7 +638,7 @@ impl Core {
         avoid: InstanceId,
     ) -> bool {
         let now = self.now;
-        if self.shutting_down || self.from_pseudo(r.sender) {
+        if self.shutting_down || self.sent_by_pseudo(r.sender) {
             return false;
         }
         let Some(res) = self.resilience.as_deref_mut() else { return false };
@@ -657,4 +680,14 @@ impl Core {
         self.arm_timer(r.trans_id, at);
         true
     }
+}
+
+/// The message of a request an open breaker refused.
+fn refused(policy: &Policy, pattern: &str, wait: Duration) -> String {
+    format!(
+        "the circuit breaker of policy '{}' for '{pattern}' is open after repeated failures; it lets a probe through \
+         in {} ms",
+        policy.name,
+        wait.as_millis()
+    )
 }

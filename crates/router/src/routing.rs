@@ -628,10 +628,15 @@ impl Core {
         // nothing else is left they still serve, as does the instance a
         // retry's last attempt failed at.
         let ejected = self.resilience.as_deref().and_then(|x| x.ejected());
+        let unhealthy = self.health.as_deref().and_then(|h| h.unhealthy());
         let now = self.now;
-        let out = |id: &InstanceId| ejected.is_some_and(|e| e.get(id).is_some_and(|until| *until > now));
+        let out = |id: &InstanceId| {
+            ejected.is_some_and(|e| e.get(id).is_some_and(|until| *until > now))
+                || unhealthy.is_some_and(|u| u.contains(id))
+        };
+        let any_out = ejected.is_some() || unhealthy.is_some();
         let mut chosen = None;
-        for (skip_out, avoid) in [(ejected.is_some(), avoid), (false, avoid.filter(|_| r.attempt == 0))] {
+        for (skip_out, avoid) in [(any_out, avoid), (false, avoid.filter(|_| r.attempt == 0))] {
             chosen = match (named, &self.turns) {
                 (Some(i), _) => Some((i.id, 0)),
                 (None, Some(turns)) if how == DestRefresh::RoundRobin => {
@@ -852,10 +857,10 @@ impl Core {
     /// `fail`, for a request refused by instance `at` (a retry avoids it).
     fn fail_at(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String, at: InstanceId) {
         if self.resilience.is_some() {
-            let timeout = self.inflight.get(&r.trans_id).map_or_else(
-                || r.deadline.saturating_duration_since(self.now).as_millis() as u32,
-                |f| f.timeout_ms,
-            );
+            let timeout = self
+                .inflight
+                .get(&r.trans_id)
+                .map_or_else(|| r.deadline.saturating_duration_since(self.now).as_millis() as u32, |f| f.timeout_ms);
             if self.retry_unsent(r, rerouted, timeout, status, at) {
                 return;
             }
@@ -914,6 +919,13 @@ impl Core {
         };
         inst.delivered.swap_remove(i);
         match self.inflight.remove(&r.trans_id) {
+            Some(f) if f.sender == crate::health::PROBE_SENDER && self.health.is_some() => {
+                inst.metrics.answered(
+                    Status::from_code(r.status),
+                    now.saturating_duration_since(f.accepted).as_micros() as u64,
+                );
+                self.probe_answered(&r.trans_id, Some(Status::from_code(r.status)));
+            }
             Some(f) => {
                 self.stats.responses += 1;
                 let status = cumulo_proto::Status::from_code(r.status);
@@ -1022,6 +1034,18 @@ impl Core {
         for (dest, pattern, target) in dests {
             let tid = self.ids.next();
             ids.push(tid);
+            // A copy is for its instance: its breaker and ejection apply,
+            // a retry elsewhere would give another instance two copies.
+            let track = match self.resilience.is_some() {
+                true => match self.plan_copy(id, s.name, &pattern) {
+                    Ok(track) => track,
+                    Err(msg) => {
+                        failed.push((tid, Status::Unavailable, msg));
+                        continue;
+                    }
+                },
+                false => Default::default(),
+            };
             let Some(inst) = self.instances.get(&dest) else { continue };
             let deliver_now = inst.is_free();
             let route = Route {
@@ -1057,7 +1081,7 @@ impl Core {
                 flags: REQUEST_MCAST,
                 held: Held::No,
                 for_restart: false,
-                track: Default::default(),
+                track,
             };
             self.inflight.insert(tid, f);
             self.stats.requests += 1;
@@ -1113,7 +1137,7 @@ fn accepted_at(deadline: Instant, timeout_ms: u32) -> Instant {
 /// Hands a request to an instance that has room: encoded straight into its
 /// socket's outbox (no copy of the payload besides that one), or copied to an
 /// internal service.
-fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now: Instant) {
+pub(crate) fn deliver(inst: &mut Instance, r: &Route<'_>, pattern: &str, node_id: u32, now: Instant) {
     inst.delivered.push(r.trans_id);
     send_to(inst, r, pattern, node_id, now);
 }

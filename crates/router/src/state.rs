@@ -171,6 +171,9 @@ pub struct Core {
     /// Retries, breakers and outlier ejection (`[[policy]]`); None with no
     /// policy: every path then pays one branch for them.
     pub(crate) resilience: Option<Box<crate::resilience::Resilience>>,
+    /// Health probes of instances (`[service.health]`); None until an
+    /// instance with probes is seen.
+    pub(crate) health: Option<Box<crate::health::Health>>,
 }
 
 /// Where a core stands among the shards of one process.
@@ -234,6 +237,7 @@ impl Core {
             turns: None,
             availability: Default::default(),
             resilience: None,
+            health: None,
         }
     }
 
@@ -552,6 +556,9 @@ impl Core {
         let crashed = format!("{} went away while handling the request ({why})", inst.label);
         for tid in inst.delivered.drain(..) {
             if let Some(f) = self.inflight.remove(&tid) {
+                if f.sender == crate::health::PROBE_SENDER && self.probe_answered(&tid, Some(Status::Crashed)) {
+                    continue;
+                }
                 self.stats.crashed += 1;
                 inst.metrics.failed(Status::Crashed);
                 if !(f.track.is_tracked() && self.settle(tid, &f, Status::Crashed, id)) {
@@ -567,6 +574,7 @@ impl Core {
             }
         }
         self.forget_instance(id);
+        self.forget_probed(id);
         tracing::debug!(instance = id, "{} disconnected: {why}", inst.label);
         drop(inst); // its subscriptions' strings go with it, before a trim
         self.registry.give_back_memory(self.now);
@@ -635,6 +643,9 @@ impl Core {
         // Out of its queue or the parked ones now: a dead request must not
         // hold a place under the limits, nor its payload's memory.
         self.unhold(f.held, f.dest);
+        if f.sender == crate::health::PROBE_SENDER && self.probe_answered(&tid, None) {
+            return;
+        }
         if let Some(r) = self.resilience.as_deref_mut() {
             if f.track.is_tracked() {
                 let dest = f.dest;

@@ -123,3 +123,54 @@ fn no_service_is_retried_within_the_deadline_never_after() {
     // Attempts at 0, 100, 200, 300 ms; the next (400) would pass the deadline.
     assert!(took >= ms(290) && took < ms(350), "{took:?}");
 }
+
+/// An unmanaged instance of `/h/` that answers `work` with `tag` and its
+/// health probes OK once `healthy` exists, with an error before.
+fn probed_instance(socket: String, tag: &'static str, healthy: std::path::PathBuf, stop: std::path::PathBuf) {
+    std::thread::spawn(move || {
+        let mut api = Api::connect(Options::unmanaged(socket, "/h/")).unwrap();
+        api.subscribe("work", move |_, _| Ok(cumulo::Answer::body(tag))).unwrap();
+        api.subscribe("health", move |_, _| {
+            if healthy.exists() {
+                Ok(cumulo::Answer::body("ok"))
+            } else {
+                Err("not ready".into())
+            }
+        })
+        .unwrap();
+        while !stop.exists() {
+            api.poll(Some(ms(20))).unwrap();
+        }
+    });
+}
+
+fn answers_by_tag(api: &mut Api, n: usize) -> HashMap<String, usize> {
+    let mut by = HashMap::new();
+    for _ in 0..n {
+        let r = api.send_sync("/h/work", b"", b"", opts(2000)).unwrap();
+        *by.entry(String::from_utf8_lossy(&r.body).to_string()).or_insert(0) += 1;
+    }
+    by
+}
+
+#[test]
+fn an_instance_failing_its_health_probes_leaves_selection_until_one_succeeds() {
+    let dir = TempDir::new();
+    let (good, sick, stop) = (dir.0.join("good"), dir.0.join("sick"), dir.0.join("stop"));
+    std::fs::write(&good, "").unwrap();
+    let core = Core::start(
+        Config::new()
+            .unmanaged("health", "{ pattern = \"health\", interval_ms = 150, timeout_ms = 100, threshold = 2 }"),
+    );
+    probed_instance(core.socket_str(), "good", good.clone(), stop.clone());
+    probed_instance(core.socket_str(), "sick", sick.clone(), stop.clone());
+    let mut api = core.client();
+    core.wait_lines(&["failed 2 health probes in a row", "out of selection"], 1, Duration::from_secs(10));
+    let by = answers_by_tag(&mut api, 100);
+    assert_eq!(by.get("good"), Some(&100), "{by:?}");
+    std::fs::write(&sick, "").unwrap();
+    core.wait_lines(&["answered its health probe: back in selection"], 1, Duration::from_secs(10));
+    let by = answers_by_tag(&mut api, 200);
+    assert!(by.get("sick").copied().unwrap_or(0) > 20, "both serve again: {by:?}");
+    std::fs::write(&stop, "").unwrap();
+}
