@@ -37,6 +37,10 @@ use std::time::{Duration, Instant};
 /// it a request goes without a copy (it is still retried for what fails
 /// before delivery, never for what fails after).
 pub const MAX_COPY_BYTES: usize = 64 * 1024 * 1024;
+/// Requests from another shard or node that failed at an instance here,
+/// remembered so that their retry (the same trans_id, sent again) goes to
+/// another instance here; at most this many, the table starts over past it.
+pub const MAX_REMEMBERED_FAILURES: usize = 16_384;
 /// (policy, pattern) targets with a breaker or counters, at most; past it
 /// closed, idle ones are forgotten first.
 pub const MAX_TARGETS: usize = 4096;
@@ -137,6 +141,10 @@ pub struct Resilience {
     waiting: AHashMap<TransId, Waiting>,
     copies: AHashMap<TransId, Copy>,
     copy_bytes: usize,
+    /// Requests another shard or node sent here that failed at an
+    /// instance here: the shard they entered retries them, and their next
+    /// attempt here avoids that instance (`Core::select`).
+    failed_here: AHashMap<TransId, InstanceId>,
     stats: ResilienceStats,
     rng: fastrand::Rng,
 }
@@ -153,6 +161,7 @@ impl Resilience {
             waiting: AHashMap::new(),
             copies: AHashMap::new(),
             copy_bytes: 0,
+            failed_here: AHashMap::new(),
             stats: ResilienceStats::default(),
             rng: fastrand::Rng::new(),
         }
@@ -223,6 +232,16 @@ impl Resilience {
         if !self.waiting.is_empty() {
             self.waiting.remove(tid);
         }
+    }
+
+    /// The instance here a retry of `tid` failed at last, taken out (the
+    /// retry avoids it while another can take it).
+    #[inline]
+    pub(crate) fn failed_here(&mut self, tid: &TransId) -> Option<InstanceId> {
+        if self.failed_here.is_empty() {
+            return None;
+        }
+        self.failed_here.remove(tid)
     }
 
     /// Whether a timer entry at `at` for `tid` is a retry still to fire.
@@ -391,7 +410,7 @@ impl Core {
             }
             return Plan::Plain;
         };
-        if outlier_only && policy.outlier.is_none() {
+        if outlier_only && policy.outlier.is_none() && policy.retry.is_none() {
             return Plan::Plain;
         }
         let target = res.target(&policy, pattern, now);
@@ -513,6 +532,12 @@ impl Core {
         }
         let Some(res) = self.resilience.as_deref_mut() else { return false };
         if track.outlier_only {
+            if failed && near && policy.retry.is_some() {
+                if res.failed_here.len() >= MAX_REMEMBERED_FAILURES {
+                    res.failed_here.clear();
+                }
+                res.failed_here.insert(tid, dest);
+            }
             return false;
         }
         if !failed {

@@ -623,7 +623,15 @@ impl Core {
             }
             _ => None,
         };
-        let avoid = Some(r.avoid).filter(|a| *a != 0);
+        // A retry another shard or node sends again avoids the instance
+        // here its last attempt failed at (`resilience`), while another
+        // can take it.
+        let remembered = match (r.avoid, self.resilience.as_deref_mut()) {
+            (0, Some(res)) if from.is_some() => res.failed_here(&r.trans_id),
+            _ => None,
+        };
+        let lenient = r.attempt > 0 || remembered.is_some();
+        let avoid = Some(r.avoid).filter(|a| *a != 0).or(remembered);
         // Instances taken out by outlier ejection (`resilience`); when
         // nothing else is left they still serve, as does the instance a
         // retry's last attempt failed at.
@@ -636,7 +644,7 @@ impl Core {
         };
         let any_out = ejected.is_some() || unhealthy.is_some();
         let mut chosen = None;
-        for (skip_out, avoid) in [(any_out, avoid), (false, avoid.filter(|_| r.attempt == 0))] {
+        for (skip_out, avoid) in [(any_out, avoid), (false, avoid.filter(|_| !lenient))] {
             chosen = match (named, &self.turns) {
                 (Some(i), _) => Some((i.id, 0)),
                 (None, Some(turns)) if how == DestRefresh::RoundRobin => {
@@ -653,7 +661,7 @@ impl Core {
                     select(entry, how, &self.instances, spread, from, exclude, avoid, skip).map(|d| (d, 0))
                 }
             };
-            if chosen.is_some() || (!skip_out && (avoid.is_none() || r.attempt == 0)) {
+            if chosen.is_some() || (!skip_out && (avoid.is_none() || !lenient)) {
                 break;
             }
         }

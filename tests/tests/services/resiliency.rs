@@ -174,3 +174,161 @@ fn an_instance_failing_its_health_probes_leaves_selection_until_one_succeeds() {
     assert!(by.get("sick").copied().unwrap_or(0) > 20, "both serve again: {by:?}");
     std::fs::write(&stop, "").unwrap();
 }
+
+/// An unmanaged instance of `prefix` that fails every request to `pattern`
+/// (SERVICE_ERROR) and notes when each arrived.
+fn failing_recorder(
+    socket: String,
+    prefix: &'static str,
+    pattern: &'static str,
+    stop: std::path::PathBuf,
+) -> std::sync::Arc<std::sync::Mutex<Vec<Instant>>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (ready, started) = std::sync::mpsc::channel();
+    let noted = seen.clone();
+    std::thread::spawn(move || {
+        let mut api = Api::connect(Options::unmanaged(socket, prefix)).unwrap();
+        api.subscribe(pattern, move |_, _| {
+            noted.lock().unwrap().push(Instant::now());
+            Err("failed on purpose".into())
+        })
+        .unwrap();
+        ready.send(()).unwrap();
+        while !stop.exists() {
+            api.poll(Some(ms(20))).unwrap();
+        }
+    });
+    started.recv().unwrap();
+    seen
+}
+
+#[test]
+fn attempts_are_spaced_by_the_backoff_within_its_jitter_and_none_passes_the_deadline() {
+    let dir = TempDir::new();
+    let stop = dir.0.join("stop");
+    let core = Core::start(Config::new().table(
+        "[[policy]]\nname = \"spaced\"\ndestinations = [\"/sp/*\"]\n\
+         [policy.retry]\nmax_retries = 10\nbackoff = \"constant\"\ninterval_ms = 100\njitter = 0.2\n\
+         on = [\"SERVICE_ERROR\"]\n",
+    ));
+    let seen = failing_recorder(core.socket_str(), "/sp/", "x", stop.clone());
+    let mut api = core.client();
+    let t0 = Instant::now();
+    let e = api.send_sync("/sp/x", b"", b"", opts(450)).unwrap_err();
+    let took = t0.elapsed();
+    assert_eq!(e.status(), Some(Status::ServiceError), "the last attempt's status: {e}");
+    let at = seen.lock().unwrap().clone();
+    assert!(at.len() >= 4, "attempts at about 0, 100, 200, 300 (400 if the draws were short): {}", at.len());
+    for pair in at.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= ms(80) && gap <= ms(200), "a gap of {gap:?} is outside 100 ms ± 20% (and scheduling)");
+    }
+    assert!(*at.last().unwrap() - t0 < ms(450), "no attempt after the deadline");
+    assert!(took < ms(600), "answered by its deadline (with the last attempt's status): {took:?}");
+    std::fs::write(&stop, "").unwrap();
+}
+
+#[test]
+fn a_status_the_policy_does_not_name_is_not_retried() {
+    let dir = TempDir::new();
+    let stop = dir.0.join("stop");
+    // The default `on`: NO_SERVICE and QUEUE_FULL only (the work may have run).
+    let core = Core::start(
+        Config::new()
+            .table("[[policy]]\nname = \"default\"\ndestinations = [\"*\"]\n[policy.retry]\ninterval_ms = 5\n"),
+    );
+    let seen = failing_recorder(core.socket_str(), "/once/", "x", stop.clone());
+    let mut api = core.client();
+    let e = api.send_sync("/once/x", b"", b"", opts(2000)).unwrap_err();
+    assert_eq!(e.status(), Some(Status::ServiceError));
+    std::thread::sleep(ms(100));
+    assert_eq!(seen.lock().unwrap().len(), 1, "SERVICE_ERROR is not retried unless listed");
+    std::fs::write(&stop, "").unwrap();
+}
+
+fn failing_and_healthy_pair(cfg: Config, prefix: &str) -> Config {
+    cfg.service(chaos(prefix, "fail = 1.0")).service(chaos(prefix, "fail = 0.0")).table(&format!(
+        "[[policy]]\nname = \"pair\"\ndestinations = [\"{prefix}*\"]\n\
+         [policy.retry]\nmax_retries = 2\ninterval_ms = 5\non = [\"SERVICE_ERROR\"]\n"
+    ))
+}
+
+#[test]
+fn a_forwarded_request_is_retried_by_the_policy_of_its_new_name() {
+    let admin = free_port();
+    let dir = TempDir::new();
+    let stop = dir.0.join("stop");
+    let core = Core::start(failing_and_healthy_pair(Config::new().admin("port", admin), "/fr/"));
+    wait_instances(admin, 2);
+    let socket = core.socket_str();
+    let stop2 = stop.clone();
+    let (ready, started) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut api = Api::connect(Options::unmanaged(socket, "/fwd/")).unwrap();
+        api.subscribe("go", |_, req| Ok(cumulo::Answer::forward("/fr/x", b"".to_vec(), req.request.to_vec()))).unwrap();
+        ready.send(()).unwrap();
+        while !stop2.exists() {
+            api.poll(Some(ms(20))).unwrap();
+        }
+    });
+    started.recv().unwrap();
+    let mut api = core.client();
+    let counts = burst(&mut api, "/fwd/go", 200, 5000);
+    assert_eq!(counts.get(&Status::Ok).copied(), Some(200), "{counts:?}");
+    std::fs::write(&stop, "").unwrap();
+}
+
+#[test]
+fn requests_through_the_http_gateway_are_retried_too() {
+    let admin = free_port();
+    let port = free_port();
+    let cfg = failing_and_healthy_pair(Config::new().admin("port", admin), "/gw/")
+        .service(Service::internal("/web/", "http").set("settings", format!("{{ port = {port} }}")));
+    let _core = Core::start(cfg);
+    wait_instances(admin, 3);
+    let mut failed = Vec::new();
+    for i in 0..100 {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET /gw/x{i} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        if !text.starts_with("HTTP/1.1 200") {
+            failed.push(text);
+        }
+    }
+    assert!(failed.is_empty(), "{} of 100 failed: {:?}", failed.len(), failed.first());
+}
+
+#[test]
+fn an_open_breaker_refuses_multicast_copies_too() {
+    let admin = free_port();
+    let cfg = Config::new().admin("port", admin).service(chaos("/mc/", "fail = 1.0")).table(
+        "[[policy]]\nname = \"mc\"\ndestinations = [\"/mc/*\"]\n\
+         [policy.circuit_breaker]\nconsecutive_failures = 2\nopen_ms = 60000\n",
+    );
+    let core = Core::start(cfg);
+    wait_instances(admin, 1);
+    let mut api = core.client();
+    for _ in 0..2 {
+        assert_eq!(status(&api.send_sync("/mc/x", b"", b"", opts(2000))), Status::ServiceError);
+    }
+    let ids = api.mcast_async("/mc/x", b"", b"", opts(2000)).unwrap();
+    assert_eq!(ids.len(), 1);
+    let (_, r) = api.recv_async(Some(ids[0]), Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!(status(&r), Status::Unavailable, "the copy meets the open breaker");
+}
+
+#[test]
+fn a_policy_timeout_shortens_a_longer_caller_timeout() {
+    let cfg = Config::new()
+        .service(chaos("/slow/", "delay = 1.0, delay_ms = 2000"))
+        .table("[[policy]]\nname = \"slow\"\ndestinations = [\"/slow/*\"]\ntimeout_ms = 200\n");
+    let core = Core::start(cfg);
+    std::thread::sleep(ms(300));
+    let mut api = core.client();
+    let t0 = Instant::now();
+    let e = api.send_sync("/slow/x", b"", b"", opts(5000)).unwrap_err();
+    assert_eq!(e.status(), Some(Status::Timeout), "{e}");
+    assert!(t0.elapsed() >= ms(190) && t0.elapsed() < ms(1000), "{:?}", t0.elapsed());
+}
