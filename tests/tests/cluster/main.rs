@@ -6,4 +6,5 @@ mod faults;
 mod limits;
 mod membership;
 mod permissions;
+mod resiliency;
 mod routing;
