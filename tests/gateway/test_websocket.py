@@ -113,6 +113,12 @@ path = "/denied/"
 request_name = "/secret/in"
 protocol = "id"
 
+# Behind a resiliency policy: one of its two instances fails every call.
+[[service.settings.websocket]]
+path = "/flaky/"
+request_name = "/wsflaky/in"
+protocol = "id"
+
 [[service.settings.websocket]]
 path = "/solo/"
 unique = true
@@ -139,6 +145,24 @@ internal = "echo"
 [[service]]
 prefix = "/secret/"
 internal = "echo"
+
+[[service]]
+prefix = "/wsflaky/"
+internal = "chaos"
+settings = {{ fail = 1.0 }}
+
+[[service]]
+prefix = "/wsflaky/"
+internal = "chaos"
+settings = {{ fail = 0.0 }}
+
+[[policy]]
+name = "wsflaky"
+destinations = ["/wsflaky/*"]
+[policy.retry]
+max_retries = 2
+interval_ms = 5
+on = ["SERVICE_ERROR", "NO_SERVICE"]
 {probe("/wsprobe/")}
 {probe("/wscall/", 4)}
 """
@@ -289,6 +313,17 @@ def test_calls_are_held_to_the_gateways_send_rules(ws: Ws) -> None:
             assert (await c.recv()).startswith("welcome ")
             await c.send("allowed")
             assert await c.recv() == "allowed"
+
+    run(go())
+
+
+def test_calls_are_retried_by_the_policy_of_their_name(ws: Ws) -> None:
+    async def go():
+        async with websockets.connect(ws.url("/flaky/x")) as c:
+            for i in range(50):
+                await c.send(json.dumps({"id": str(i), "body": "b"}))
+                a = json.loads(await c.recv())
+                assert a["id"] == str(i) and a["status"] == "OK", a
 
     run(go())
 

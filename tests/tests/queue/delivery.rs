@@ -216,3 +216,30 @@ fn a_destination_killed_under_load_gets_everything_within_the_deadline() {
     eprintln!("2,000 delivered in {:?} with {kills} kills of the destination's processes", t.elapsed());
     assert!(kills >= 3, "the destination was killed {kills} times");
 }
+
+#[test]
+fn a_resiliency_policy_applies_to_the_queues_deliveries() {
+    // Of two instances behind the queue one fails every request; the
+    // queue makes one attempt, the policy retries it on the other instance.
+    let work = TempDir::new();
+    let chaos = |settings: &str| Service::internal("/qd/", "chaos").set("settings", format!("{{ {settings} }}"));
+    let admin = free_port();
+    let cfg = Config::new()
+        .admin("port", admin)
+        .service(chaos("fail = 1.0"))
+        .service(chaos("fail = 0.0"))
+        .service(queue("/q/", &work.0, &[("retry", "0".into())]))
+        .table(
+            "[[policy]]\nname = \"behind-the-queue\"\ndestinations = [\"/qd/*\"]\n\
+             [policy.retry]\nmax_retries = 2\ninterval_ms = 5\non = [\"SERVICE_ERROR\"]\n",
+        );
+    let core = Core::start(cfg);
+    let mut api = core.client();
+    wait_until("both instances subscribe", ms(10_000), || {
+        api.send_sync("/qd/probe", b"", b"", opts(1000)).is_ok() && api.send_sync("/qd/probe", b"", b"", opts(1000)).is_ok()
+    });
+    for i in 0..50 {
+        let r = api.send_sync("/q/qd/x", b"", format!("{i}").as_bytes(), opts(5000));
+        assert_eq!(status(&r), Status::Ok, "delivery {i}");
+    }
+}
