@@ -511,3 +511,63 @@ fn file_settings_of_internal_services_are_relative_to_the_file() {
     assert_eq!(c.services[0].settings["pattern"].as_str(), Some("/etc/cumulo/certs/c.pem"));
     assert_eq!(c.services[1].settings["pattern"].as_str(), Some("/abs/c.pem"));
 }
+
+#[test]
+fn policies_are_read_with_their_defaults() {
+    let cfg = parse(
+        "[[policy]]\nname = \"pay\"\ndestinations = [\"/pay/*\"]\ntimeout_ms = 2000\n\
+         [policy.retry]\nmax_retries = 2\n[policy.circuit_breaker]\n[policy.outlier]\n",
+    )
+    .unwrap();
+    let p = &cfg.policies[0];
+    assert_eq!((p.name.as_str(), p.timeout_ms), ("pay", 2000));
+    let r = p.retry.as_ref().unwrap();
+    assert_eq!((r.max_retries, r.interval_ms, r.on.clone()), (2, 20, vec!["NO_SERVICE".into(), "QUEUE_FULL".into()]));
+    assert_eq!(p.circuit_breaker.as_ref().unwrap().consecutive_failures, 5);
+    assert_eq!(p.outlier.as_ref().unwrap().max_ejected_share, 0.5);
+}
+
+#[test]
+fn bad_policies_are_refused_with_their_field() {
+    let refused = |text: &str| parse(text).unwrap_err().to_string();
+    let head = "[[policy]]\nname = \"p\"\ndestinations = [\"/p/*\"]\n";
+    for (extra, field, why) in [
+        ("[policy.retry]\njitter = 1.5\n", "policy[0].retry.jitter", "must be 0 .. 1"),
+        ("[policy.retry]\non = [\"OK\"]\n", "policy[0].retry.on", "'OK' is not a status"),
+        ("[policy.retry]\nmax_retries = 100\n", "policy[0].retry.max_retries", "must be 1 .. 16"),
+        ("[policy.circuit_breaker]\nconsecutive_failures = 0\n", "policy[0].circuit_breaker", "give consecutive"),
+        ("[policy.outlier]\nmax_ejected_share = 0.0\n", "policy[0].outlier.max_ejected_share", "more than 0"),
+        ("", "policy[0].name", "does nothing"),
+    ] {
+        let e = refused(&format!("{head}{extra}"));
+        assert!(e.contains(&format!("test.toml: {field}: ")) && e.contains(why), "{extra}: {e}");
+    }
+    let e = refused("[[policy]]\nname = \"p\"\ndestinations = [\"/p/**\"]\ntimeout_ms = 5\n");
+    assert!(e.contains("policy[0].destinations"), "{e}");
+    let e = refused(&format!("{head}timeout_ms = 5\n{head}timeout_ms = 5\n"));
+    assert!(e.contains("policy[1].name: 'p' names two policies"), "{e}");
+    let e = refused("[[policy]]\nname = \"p\"\ndestinations = [\"/p/*\"]\nretries = 3\n");
+    assert!(e.contains("unknown field `retries`"), "{e}");
+}
+
+#[test]
+fn policies_from_the_admin_api_are_checked_as_a_files_are() {
+    let ok = br#"[{"name": "p", "destinations": ["/p/*"], "retry": {"max_retries": 2}}]"#;
+    assert_eq!(policy::from_json(ok).unwrap()[0].retry.as_ref().unwrap().max_retries, 2);
+    let wrapped = br#"{"policies": [{"name": "p", "destinations": ["/p/*"], "timeout_ms": 10}]}"#;
+    assert_eq!(policy::from_json(wrapped).unwrap()[0].timeout_ms, 10);
+    let (field, why) =
+        policy::from_json(br#"[{"name": "p", "destinations": ["/p/*"], "retry": {"jitter": 2}}]"#).unwrap_err();
+    assert_eq!((field.as_str(), why.as_str()), ("policies[0].retry.jitter", "must be 0 .. 1 (a share of the interval)"));
+    assert!(policy::from_json(b"{").is_err());
+}
+
+#[test]
+fn health_probes_are_checked() {
+    let svc = "[[service]]\nprefix = \"/s/\"\npath = \"x\"\n[service.health]\n";
+    assert_eq!(parse(&format!("{svc}interval_ms = 2000\n")).unwrap().services[0].health.as_ref().unwrap().threshold, 3);
+    let e = parse(&format!("{svc}pattern = \"h*\"\n")).unwrap_err().to_string();
+    assert!(e.contains("service[0] (/s/).health.pattern: must be a name"), "{e}");
+    let e = parse(&format!("{svc}timeout_ms = 6000\n")).unwrap_err().to_string();
+    assert!(e.contains("health.timeout_ms"), "{e}");
+}
