@@ -558,7 +558,10 @@ fn policies_from_the_admin_api_are_checked_as_a_files_are() {
     assert_eq!(policy::from_json(wrapped).unwrap()[0].timeout_ms, 10);
     let (field, why) =
         policy::from_json(br#"[{"name": "p", "destinations": ["/p/*"], "retry": {"jitter": 2}}]"#).unwrap_err();
-    assert_eq!((field.as_str(), why.as_str()), ("policies[0].retry.jitter", "must be 0 .. 1 (a share of the interval)"));
+    assert_eq!(
+        (field.as_str(), why.as_str()),
+        ("policies[0].retry.jitter", "must be 0 .. 1 (a share of the interval)")
+    );
     assert!(policy::from_json(b"{").is_err());
 }
 

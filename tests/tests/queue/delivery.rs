@@ -236,7 +236,8 @@ fn a_resiliency_policy_applies_to_the_queues_deliveries() {
     let core = Core::start(cfg);
     let mut api = core.client();
     wait_until("both instances subscribe", ms(10_000), || {
-        api.send_sync("/qd/probe", b"", b"", opts(1000)).is_ok() && api.send_sync("/qd/probe", b"", b"", opts(1000)).is_ok()
+        api.send_sync("/qd/probe", b"", b"", opts(1000)).is_ok()
+            && api.send_sync("/qd/probe", b"", b"", opts(1000)).is_ok()
     });
     for i in 0..50 {
         let r = api.send_sync("/q/qd/x", b"", format!("{i}").as_bytes(), opts(5000));

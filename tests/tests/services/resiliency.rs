@@ -332,3 +332,73 @@ fn a_policy_timeout_shortens_a_longer_caller_timeout() {
     assert_eq!(e.status(), Some(Status::Timeout), "{e}");
     assert!(t0.elapsed() >= ms(190) && t0.elapsed() < ms(1000), "{:?}", t0.elapsed());
 }
+
+/// An unmanaged instance of `/ej/` answering `work` with `tag`: with an
+/// error while `failing` exists, else OK.
+fn switchable_instance(socket: String, tag: &'static str, failing: std::path::PathBuf, stop: std::path::PathBuf) {
+    let (ready, started) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut api = Api::connect(Options::unmanaged(socket, "/ej/")).unwrap();
+        api.subscribe("work", move |_, _| {
+            if failing.exists() {
+                Err("failing on purpose".into())
+            } else {
+                Ok(cumulo::Answer::body(tag))
+            }
+        })
+        .unwrap();
+        ready.send(()).unwrap();
+        while !stop.exists() {
+            api.poll(Some(ms(10))).unwrap();
+        }
+    });
+    started.recv().unwrap();
+}
+
+#[test]
+fn an_ejected_instance_comes_back_once_healthy_and_never_are_all_out() {
+    let dir = TempDir::new();
+    let (fail_a, fail_b, stop) = (dir.0.join("a"), dir.0.join("b"), dir.0.join("stop"));
+    let core = Core::start(Config::new().unmanaged("dest_refresh", q("round_robin")).table(
+        "[[policy]]\nname = \"ej\"\ndestinations = [\"/ej/*\"]\n\
+         [policy.outlier]\nconsecutive_failures = 2\nejection_ms = 300\nmax_ejection_ms = 600\nmax_ejected_share = 1.0\n",
+    ));
+    std::fs::write(&fail_a, "").unwrap();
+    std::fs::write(&fail_b, "").unwrap();
+    switchable_instance(core.socket_str(), "a", fail_a.clone(), stop.clone());
+    switchable_instance(core.socket_str(), "b", fail_b.clone(), stop.clone());
+    let mut api = core.client();
+    // Both fail: one is taken out, never both (at least one always stays in).
+    for _ in 0..40 {
+        let _ = api.send_sync("/ej/work", b"", b"", opts(2000));
+    }
+    let ejected = core.lines_with(&["taken out of '/ej/work'"]);
+    assert!(!ejected.is_empty(), "{}", core.log());
+    // b recovers; a keeps failing: a is taken out, and while it is out
+    // every request is answered by b.
+    std::fs::remove_file(&fail_b).unwrap();
+    std::thread::sleep(ms(350));
+    for _ in 0..10 {
+        let _ = api.send_sync("/ej/work", b"", b"", opts(2000));
+    }
+    let answered_by = |api: &mut Api, n: usize| -> HashMap<String, usize> {
+        let mut by = HashMap::new();
+        for _ in 0..n {
+            let key = match api.send_sync("/ej/work", b"", b"", opts(2000)) {
+                Ok(r) => String::from_utf8_lossy(&r.body).to_string(),
+                Err(e) => format!("{:?}", e.status()),
+            };
+            *by.entry(key).or_insert(0) += 1;
+        }
+        by
+    };
+    let by = answered_by(&mut api, 20);
+    assert_eq!(by.get("b"), Some(&20), "a is out: {by:?}");
+    // a recovers: once its ejection ends it takes requests again.
+    std::fs::remove_file(&fail_a).unwrap();
+    std::thread::sleep(ms(1300));
+    let by = answered_by(&mut api, 40);
+    assert!(by.get("a").copied().unwrap_or(0) >= 10, "a is back in rotation: {by:?}");
+    assert_eq!(by.values().sum::<usize>(), by.get("a").unwrap_or(&0) + by.get("b").unwrap_or(&0), "{by:?}");
+    std::fs::write(&stop, "").unwrap();
+}
