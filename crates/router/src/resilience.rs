@@ -633,10 +633,17 @@ impl Core {
         }
     }
 
-    /// Ejections that are over leave the table (the keep-alive round).
-    pub(crate) fn sweep_ejected(&mut self, now: Instant) {
-        if let Some(r) = self.resilience.as_deref_mut() {
-            r.ejected.retain(|_, until| *until > now);
+    /// The keep-alive round: ejections that are over leave the table, and
+    /// so do copies of requests that ended on a path that does not settle
+    /// them (a sender that went away took its queued requests along).
+    pub(crate) fn sweep_resilience(&mut self, now: Instant) {
+        let Some(r) = self.resilience.as_deref_mut() else { return };
+        r.ejected.retain(|_, until| *until > now);
+        let inflight = &self.inflight;
+        let before = r.copies.len();
+        r.copies.retain(|tid, _| inflight.contains_key(tid));
+        if r.copies.len() != before {
+            r.copy_bytes = r.copies.values().map(|c| c.bytes).sum();
         }
     }
 

@@ -698,7 +698,7 @@ impl Core {
         self.now = now;
         let previous = std::mem::replace(&mut self.last_keepalive, now);
         self.registry.give_back_memory(now);
-        self.sweep_ejected(now);
+        self.sweep_resilience(now);
         let mut hung = Vec::new();
         for inst in self.instances.values_mut() {
             let Endpoint::Socket(out) = &inst.endpoint else { continue };

@@ -402,3 +402,27 @@ fn an_ejected_instance_comes_back_once_healthy_and_never_are_all_out() {
     assert_eq!(by.values().sum::<usize>(), by.get("a").unwrap_or(&0) + by.get("b").unwrap_or(&0), "{by:?}");
     std::fs::write(&stop, "").unwrap();
 }
+
+#[test]
+fn a_breaker_closes_after_a_successful_probe() {
+    let dir = TempDir::new();
+    let (failing, stop) = (dir.0.join("failing"), dir.0.join("stop"));
+    std::fs::write(&failing, "").unwrap();
+    let core = Core::start(Config::new().table(
+        "[[policy]]\nname = \"cb\"\ndestinations = [\"/ej/*\"]\n\
+         [policy.circuit_breaker]\nconsecutive_failures = 2\nopen_ms = 300\n",
+    ));
+    switchable_instance(core.socket_str(), "only", failing.clone(), stop.clone());
+    let mut api = core.client();
+    let call = |api: &mut Api| status(&api.send_sync("/ej/work", b"", b"", opts(2000)));
+    assert_eq!((call(&mut api), call(&mut api)), (Status::ServiceError, Status::ServiceError));
+    assert_eq!(call(&mut api), Status::Unavailable, "open");
+    std::fs::remove_file(&failing).unwrap();
+    assert_eq!(call(&mut api), Status::Unavailable, "still open: the service's recovery is not seen yet");
+    std::thread::sleep(ms(350));
+    assert_eq!(call(&mut api), Status::Ok, "the probe goes through and succeeds");
+    for _ in 0..10 {
+        assert_eq!(call(&mut api), Status::Ok, "closed: every request goes through");
+    }
+    std::fs::write(&stop, "").unwrap();
+}
