@@ -150,7 +150,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     // The cloud, when configured: other nodes' patterns join the registry
     // as they are announced; the services below start at once either way.
     let cluster = match &cfg.cluster {
-        Some(c) => Some(crate::cluster::link::start(c, c.node_name(cfg.admin.port), core.clone()).await?),
+        Some(c) => Some(cumulo_cluster::start(c, c.node_name(cfg.admin.port), core.clone()).await?),
         None => None,
     };
     let started_ids = supervisor.start_all(&cfg.services);

@@ -5,7 +5,6 @@
 //! - `registry`: who subscribes what;
 //! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
 //!   windows, timeouts — the hot path;
-//! - `cluster`: nodes of one cloud over NATS (remote nodes as pseudo-instances);
 //! - `shards`: the core on several threads (other shards as pseudo-instances);
 //! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
 //! - `listener`: sockets, handshake, frame reading and batched writing;
@@ -21,7 +20,6 @@
 pub mod admin;
 pub mod cli;
 pub mod cloudi;
-pub mod cluster;
 
 pub mod daemon;
 #[cfg(any(test, feature = "fuzzing"))]

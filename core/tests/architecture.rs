@@ -42,11 +42,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-health-check", &["cumulo-http-client", "cumulo-service"]),
     ("cumulo-cron", &["cumulo-service"]),
     ("cumulo-chaos", &["cumulo-service"]),
+    ("cumulo-cluster", &["cumulo-config", "cumulo-proto", "cumulo-router"]),
     (
         "cumulo",
         &[
             "cumulo-bridge",
             "cumulo-chaos",
+            "cumulo-cluster",
             "cumulo-config",
             "cumulo-cron",
             "cumulo-filesystem",
@@ -71,8 +73,9 @@ const CONFINED: &[(&str, &[&str])] = &[
     // generator's HTTP client, the http_client service, and health_check
     // through the http_client library (it names no HTTP library itself).
     ("hyper", &["cumulo", "cumulo-health-check", "cumulo-http-client", "cumulo-loadgen"]),
-    // NATS: the cluster (still in the core) and the queue's JetStream backend.
-    ("async-nats", &["cumulo", "cumulo-queue-jetstream"]),
+    // NATS: the cluster and the queue's JetStream backend (and the binary
+    // that wires them).
+    ("async-nats", &["cumulo", "cumulo-cluster", "cumulo-queue-jetstream"]),
     // WebSocket: the gateway (still in the core).
     ("tungstenite", &["cumulo"]),
     ("tokio-tungstenite", &["cumulo"]),

@@ -46,8 +46,8 @@ const DOCS: &[&str] = &["CONFIG.md", "GUARANTEES.md", "CLUSTER.md", "GATEWAY.md"
 /// pseudo-instances, which are made of them), by every name the docs may
 /// give them; the first name is the one reported.
 fn constants() -> Vec<(&'static [&'static str], u64)> {
+    use cumulo_cluster as members;
     use cumulo_config as config;
-    use cumulo_core::cluster::members;
     let (node, shard) = (ServiceOptions::node(), ServiceOptions::shard());
     vec![
         (&["node.queue_limit", "NODE_QUEUE_LIMIT"], node.queue_limit as u64),

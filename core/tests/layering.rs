@@ -60,7 +60,7 @@ const RULES: &[Rule] = &[
             "crate::supervisor",
             "crate::daemon",
             "crate::admin",
-            "crate::cluster",
+            "cumulo_cluster",
             // The router (its state, registry, routing) but for the types
             // of a request, its answer and the metrics text writer.
             "cumulo_router",

@@ -69,7 +69,7 @@ pub struct AdminContext {
     /// The other shards (`core.threads` > 1), whose counters the views add.
     pub shards: Option<Rc<crate::shards::Links>>,
     /// The other nodes of the cloud, when `[cluster]` is configured.
-    pub cluster: Option<Rc<std::cell::RefCell<crate::cluster::Membership>>>,
+    pub cluster: Option<Rc<std::cell::RefCell<cumulo_cluster::Membership>>>,
     pub started: Instant,
     pub started_at: SystemTime,
 }

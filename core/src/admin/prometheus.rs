@@ -103,7 +103,7 @@ pub async fn render(ctx: &AdminContext) -> String {
     }
 
     if let Some(cluster) = &ctx.cluster {
-        crate::cluster::metrics::render(&mut p, &core, &cluster.borrow());
+        cumulo_cluster::render_metrics(&mut p, &core, &cluster.borrow());
     }
 
     crate::internal::websocket_table().render(&mut p);

@@ -338,7 +338,7 @@ pub fn take_frames(core: &mut Core, from: InstanceId, frames: &[u8]) {
         let frame = &frames[at + cumulo_proto::LEN_PREFIX..at + n];
         at += n;
         match cumulo_proto::decode(frame) {
-            Ok(Frame::Request(r)) => crate::cluster::accept_remote(core, from, &r),
+            Ok(Frame::Request(r)) => cumulo_router::accept_remote(core, from, &r),
             Ok(Frame::Response(r)) => {
                 core.ret(from, &r);
             }

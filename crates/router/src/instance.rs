@@ -251,7 +251,7 @@ fn response_bytes(r: &Response) -> usize {
 pub enum Endpoint {
     Socket(Rc<Outbox>),
     Internal(Rc<InternalInbox>),
-    /// Another node of the cloud (a pseudo-instance, src/cluster): the same
+    /// Another node of the cloud (a pseudo-instance, crates/cluster): the same
     /// REQUEST and RESPONSE frames as a socket's, published over NATS.
     Remote(Rc<Outbox>),
     /// Another shard of this core (a pseudo-instance, src/shards): the same

@@ -39,7 +39,7 @@ pub struct Route<'a> {
     /// turn (`shards::turns`); 0: any instance.
     pub target: InstanceId,
     /// An instance not to pick: the shard that handed the request back for
-    /// want of an instance there (`cluster::come_back`), or the instance a
+    /// want of an instance there (`remote::come_back`), or the instance a
     /// retry's previous attempt failed at (then only while another can
     /// take it: `resilience`); 0: none.
     pub avoid: InstanceId,
@@ -127,7 +127,7 @@ pub(crate) enum Distance {
     Near,
     /// Another shard of this node (a pseudo-instance, src/shards).
     Shard,
-    /// Another node (a pseudo-instance, src/cluster).
+    /// Another node (a pseudo-instance, crates/cluster).
     Node,
 }
 
@@ -746,7 +746,7 @@ impl Core {
             // Forwarded (or re-routed) back to the shard or node it came
             // from, which still holds its entry and timer: handed back,
             // forgotten here. Keeping an entry here would make the two
-            // sides answer each other for it (`cluster::come_back`).
+            // sides answer each other for it (`remote::come_back`).
             self.inflight.remove(&r.trans_id);
             return send_to(inst, r, &pattern, self.limits.node_id, self.now);
         }
@@ -845,7 +845,7 @@ impl Core {
     /// no instance here: that shard's replica of this shard's subscriptions
     /// was behind (an instance here had just gone or been retired). It is
     /// handed back, and that shard routes it again, not here
-    /// (`cluster::come_back`), so a service with instances left elsewhere
+    /// (`remote::come_back`), so a service with instances left elsewhere
     /// keeps answering while its processes come and go.
     fn no_service(&mut self, r: &Route<'_>, rerouted: bool, msg: String) {
         if !rerouted && r.via.is_none() {

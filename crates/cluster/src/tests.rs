@@ -4,7 +4,7 @@ use cumulo_config::ServiceOptions;
 use cumulo_router::Core;
 
 fn core() -> Core {
-    Core::new(crate::fuzzing::small_limits(), ServiceOptions::default())
+    Core::new(cumulo_router::test_util::small_limits(), ServiceOptions::default())
 }
 
 fn membership() -> Membership {

@@ -353,7 +353,7 @@ impl Task {
             let frame = &frames[at + cumulo_proto::LEN_PREFIX..at + n];
             at += n;
             match cumulo_proto::decode(frame) {
-                Ok(Frame::Request(r)) => super::accept_remote(&mut core, from, &r),
+                Ok(Frame::Request(r)) => cumulo_router::accept_remote(&mut core, from, &r),
                 Ok(Frame::Response(r)) => {
                     core.ret(from, &r);
                 }

@@ -10,7 +10,8 @@
 //! on the sender's node as any answer does. The sender's node owns the
 //! timeout.
 //!
-//! - `config`: the `[cluster]` section;
+//! The `[cluster]` section is cumulo-config's (`cluster.rs`).
+//!
 //! - `wire`: subjects, control messages, the data header, batching;
 //! - `members`: the other nodes, their pseudo-instances and subscriptions;
 //! - `link`: the NATS connection and the cluster task;
@@ -18,16 +19,16 @@
 //!
 //! Without `[cluster]` none of this runs and no NATS is needed.
 
-pub mod link;
-pub mod members;
-pub mod metrics;
-pub mod wire;
+mod link;
+mod members;
+mod metrics;
+mod wire;
 
-/// A REQUEST from another node, served here (the router's side of the
-/// cluster).
-pub use cumulo_router::accept_remote;
-pub use link::Cluster;
-pub use members::Membership;
+pub use link::{start, Cluster};
+pub use members::{
+    Member, Membership, MAX_NODES, MAX_REMOTE_PATTERNS, MAX_REMOTE_PATTERN_LEN, MAX_REMOTE_SUBSCRIPTIONS,
+};
+pub use metrics::render as render_metrics;
 
 #[cfg(test)]
 mod tests;
