@@ -8,12 +8,12 @@ use cumulo_e2e::*;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-fn chaos(prefix: &str, settings: &str) -> Service {
+pub(crate) fn chaos(prefix: &str, settings: &str) -> Service {
     Service::internal(prefix, "chaos").set("settings", format!("{{ {settings} }}"))
 }
 
 /// Sends `n` requests at once (send_async) and counts the statuses.
-fn burst(api: &mut Api, name: &str, n: usize, timeout_ms: u32) -> HashMap<Status, usize> {
+pub(crate) fn burst(api: &mut Api, name: &str, n: usize, timeout_ms: u32) -> HashMap<Status, usize> {
     let tids: Vec<_> = (0..n).map(|i| api.send_async(name, b"", format!("{i}").as_bytes(), opts(timeout_ms))).collect();
     let mut counts = HashMap::new();
     for tid in tids {
@@ -84,7 +84,7 @@ fn one_failing_instance_of_a_pattern_costs_its_share() {
 }
 
 /// Connected instances of every service (`GET /v1/services`).
-fn instances(admin: u16) -> u64 {
+pub(crate) fn instances(admin: u16) -> u64 {
     let v: serde_json::Value = serde_json::from_str(&admin_get(admin, "/v1/services")).unwrap();
     v["services"].as_array().map_or(0, |a| a.iter().filter_map(|s| s["instances"].as_u64()).sum())
 }

@@ -2,29 +2,41 @@
 //! the chaos service: retries within the deadline, circuit breakers,
 //! outlier ejection, a policy's timeout.
 
+use crate::chaos::{burst, chaos, instances};
 use cumulo_e2e::*;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-fn chaos(prefix: &str, settings: &str) -> Service {
-    Service::internal(prefix, "chaos").set("settings", format!("{{ {settings} }}"))
+type Handler = Box<dyn FnMut(&mut Api, &cumulo::Request<'_>) -> cumulo::HandlerResult + Send>;
+
+/// An unmanaged instance of `prefix` on its own thread, serving each
+/// (pattern, handler) until `stop` exists; returns once it subscribed.
+fn serve(socket: String, prefix: &'static str, handlers: Vec<(&'static str, Handler)>, stop: PathBuf) {
+    let (ready, started) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut api = Api::connect(Options::unmanaged(socket, prefix)).unwrap();
+        for (pattern, mut handler) in handlers {
+            api.subscribe(pattern, move |api, req| handler(api, req)).unwrap();
+        }
+        ready.send(()).unwrap();
+        while !stop.exists() {
+            api.poll(Some(ms(10))).unwrap();
+        }
+    });
+    started.recv().unwrap();
 }
 
-/// Sends `n` requests at once (send_async) and counts the statuses.
-fn burst(api: &mut Api, name: &str, n: usize, timeout_ms: u32) -> HashMap<Status, usize> {
-    let tids: Vec<_> = (0..n).map(|i| api.send_async(name, b"", format!("{i}").as_bytes(), opts(timeout_ms))).collect();
-    let mut counts = HashMap::new();
-    for tid in tids {
-        let (_, r) = api.recv_async(Some(tid), Duration::from_secs(30)).unwrap().expect("every request is answered");
-        *counts.entry(status(&r)).or_insert(0) += 1;
-    }
-    counts
+/// A handler answering `tag`, or failing while `failing` exists.
+fn failing_while(failing: PathBuf, tag: &'static str) -> Handler {
+    Box::new(
+        move |_, _| if failing.exists() { Err("failing on purpose".into()) } else { Ok(cumulo::Answer::body(tag)) },
+    )
 }
 
-/// Connected instances of every service (`GET /v1/services`).
-fn instances(admin: u16) -> u64 {
-    let v: serde_json::Value = serde_json::from_str(&admin_get(admin, "/v1/services")).unwrap();
-    v["services"].as_array().map_or(0, |a| a.iter().filter_map(|s| s["instances"].as_u64()).sum())
+/// A handler answering `tag`, or failing until `ok` exists.
+fn failing_until(ok: PathBuf, tag: &'static str) -> Handler {
+    Box::new(move |_, _| if ok.exists() { Ok(cumulo::Answer::body(tag)) } else { Err("not ready".into()) })
 }
 
 fn wait_instances(admin: u16, n: u64) {
@@ -126,22 +138,9 @@ fn no_service_is_retried_within_the_deadline_never_after() {
 
 /// An unmanaged instance of `/h/` that answers `work` with `tag` and its
 /// health probes OK once `healthy` exists, with an error before.
-fn probed_instance(socket: String, tag: &'static str, healthy: std::path::PathBuf, stop: std::path::PathBuf) {
-    std::thread::spawn(move || {
-        let mut api = Api::connect(Options::unmanaged(socket, "/h/")).unwrap();
-        api.subscribe("work", move |_, _| Ok(cumulo::Answer::body(tag))).unwrap();
-        api.subscribe("health", move |_, _| {
-            if healthy.exists() {
-                Ok(cumulo::Answer::body("ok"))
-            } else {
-                Err("not ready".into())
-            }
-        })
-        .unwrap();
-        while !stop.exists() {
-            api.poll(Some(ms(20))).unwrap();
-        }
-    });
+fn probed_instance(socket: String, tag: &'static str, healthy: PathBuf, stop: PathBuf) {
+    let work: Handler = Box::new(move |_, _| Ok(cumulo::Answer::body(tag)));
+    serve(socket, "/h/", vec![("work", work), ("health", failing_until(healthy, "ok"))], stop);
 }
 
 fn answers_by_tag(api: &mut Api, n: usize) -> HashMap<String, usize> {
@@ -181,24 +180,15 @@ fn failing_recorder(
     socket: String,
     prefix: &'static str,
     pattern: &'static str,
-    stop: std::path::PathBuf,
+    stop: PathBuf,
 ) -> std::sync::Arc<std::sync::Mutex<Vec<Instant>>> {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (ready, started) = std::sync::mpsc::channel();
     let noted = seen.clone();
-    std::thread::spawn(move || {
-        let mut api = Api::connect(Options::unmanaged(socket, prefix)).unwrap();
-        api.subscribe(pattern, move |_, _| {
-            noted.lock().unwrap().push(Instant::now());
-            Err("failed on purpose".into())
-        })
-        .unwrap();
-        ready.send(()).unwrap();
-        while !stop.exists() {
-            api.poll(Some(ms(20))).unwrap();
-        }
+    let record: Handler = Box::new(move |_, _| {
+        noted.lock().unwrap().push(Instant::now());
+        Err("failed on purpose".into())
     });
-    started.recv().unwrap();
+    serve(socket, prefix, vec![(pattern, record)], stop);
     seen
 }
 
@@ -260,18 +250,8 @@ fn a_forwarded_request_is_retried_by_the_policy_of_its_new_name() {
     let stop = dir.0.join("stop");
     let core = Core::start(failing_and_healthy_pair(Config::new().admin("port", admin), "/fr/"));
     wait_instances(admin, 2);
-    let socket = core.socket_str();
-    let stop2 = stop.clone();
-    let (ready, started) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut api = Api::connect(Options::unmanaged(socket, "/fwd/")).unwrap();
-        api.subscribe("go", |_, req| Ok(cumulo::Answer::forward("/fr/x", b"".to_vec(), req.request.to_vec()))).unwrap();
-        ready.send(()).unwrap();
-        while !stop2.exists() {
-            api.poll(Some(ms(20))).unwrap();
-        }
-    });
-    started.recv().unwrap();
+    let forward: Handler = Box::new(|_, req| Ok(cumulo::Answer::forward("/fr/x", b"".to_vec(), req.request.to_vec())));
+    serve(core.socket_str(), "/fwd/", vec![("go", forward)], stop.clone());
     let mut api = core.client();
     let counts = burst(&mut api, "/fwd/go", 200, 5000);
     assert_eq!(counts.get(&Status::Ok).copied(), Some(200), "{counts:?}");
@@ -335,24 +315,8 @@ fn a_policy_timeout_shortens_a_longer_caller_timeout() {
 
 /// An unmanaged instance of `/ej/` answering `work` with `tag`: with an
 /// error while `failing` exists, else OK.
-fn switchable_instance(socket: String, tag: &'static str, failing: std::path::PathBuf, stop: std::path::PathBuf) {
-    let (ready, started) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut api = Api::connect(Options::unmanaged(socket, "/ej/")).unwrap();
-        api.subscribe("work", move |_, _| {
-            if failing.exists() {
-                Err("failing on purpose".into())
-            } else {
-                Ok(cumulo::Answer::body(tag))
-            }
-        })
-        .unwrap();
-        ready.send(()).unwrap();
-        while !stop.exists() {
-            api.poll(Some(ms(10))).unwrap();
-        }
-    });
-    started.recv().unwrap();
+fn switchable_instance(socket: String, tag: &'static str, failing: PathBuf, stop: PathBuf) {
+    serve(socket, "/ej/", vec![("work", failing_while(failing, tag))], stop);
 }
 
 #[test]
