@@ -145,6 +145,13 @@ pub struct Resilience {
     /// instance here: the shard they entered retries them, and their next
     /// attempt here avoids that instance (`Core::select`).
     failed_here: AHashMap<TransId, InstanceId>,
+    /// The policy `send` just resolved for a new request (its trans_id and
+    /// the policy's index), so that `plan` does not look the name up again.
+    resolved: Option<(TransId, Option<u32>)>,
+    /// The target last found, by the address of its pattern's string (the
+    /// target holds that string, so the address names it while it lives):
+    /// a run of requests to one destination skips the hash lookup.
+    last_target: Option<(u32, *const u8, u32)>,
     stats: ResilienceStats,
     rng: fastrand::Rng,
 }
@@ -162,6 +169,8 @@ impl Resilience {
             copies: AHashMap::new(),
             copy_bytes: 0,
             failed_here: AHashMap::new(),
+            resolved: None,
+            last_target: None,
             stats: ResilienceStats::default(),
             rng: fastrand::Rng::new(),
         }
@@ -173,10 +182,24 @@ impl Resilience {
         Some(&self.ejected).filter(|e| !e.is_empty())
     }
 
+    #[inline]
     fn target(&mut self, policy: &Rc<Policy>, pattern: &Rc<str>, now: Instant) -> u32 {
-        if let Some(t) = self.by_key.get(&(policy.index, pattern.clone())) {
-            return *t;
+        let address = pattern.as_ptr();
+        if let Some((p, a, t)) = self.last_target {
+            if p == policy.index && a == address {
+                return t;
+            }
         }
+        let found = match self.by_key.get(&(policy.index, pattern.clone())) {
+            Some(t) => *t,
+            None => self.new_target(policy, pattern, now),
+        };
+        self.last_target = Some((policy.index, self.targets[found as usize].pattern.as_ptr(), found));
+        found
+    }
+
+    #[cold]
+    fn new_target(&mut self, policy: &Rc<Policy>, pattern: &Rc<str>, now: Instant) -> u32 {
         if self.targets.len() >= MAX_TARGETS {
             self.forget_idle_targets(now);
         }
@@ -201,6 +224,7 @@ impl Resilience {
 
     fn reindex(&mut self) {
         self.generation = self.generation.wrapping_add(1);
+        self.last_target = None;
         self.by_key =
             self.targets.iter().enumerate().map(|(i, t)| ((t.policy.index, t.pattern.clone()), i as u32)).collect();
     }
@@ -385,9 +409,12 @@ impl Core {
     /// The timeout of a new request to `name` under its policy: the
     /// caller's, or the policy's when that is shorter.
     #[inline]
-    pub(crate) fn policy_timeout(&mut self, name: &str, timeout_ms: u32) -> u32 {
+    pub(crate) fn policy_timeout(&mut self, tid: TransId, name: &str, timeout_ms: u32) -> u32 {
         let Some(r) = &mut self.resilience else { return timeout_ms };
-        match r.policies.for_name(name).and_then(|p| p.timeout) {
+        let policy = r.policies.for_name(name);
+        let (index, timeout) = (policy.map(|p| p.index), policy.and_then(|p| p.timeout));
+        r.resolved = Some((tid, index));
+        match timeout {
             Some(t) => timeout_ms.min(t.as_millis() as u32),
             None => timeout_ms,
         }
@@ -404,7 +431,11 @@ impl Core {
         let outlier_only = self.sent_by_pseudo(r.sender);
         let to_pseudo = self.instances.get(&dest).is_some_and(|i| i.endpoint.is_pseudo());
         let Some(res) = self.resilience.as_deref_mut() else { return Plan::Plain };
-        let Some(policy) = res.policies.for_name(r.name).filter(|p| p.tracks_outcomes()).cloned() else {
+        let policy = match res.resolved.take() {
+            Some((tid, index)) if tid == r.trans_id => index.and_then(|i| res.policies.get(i)),
+            _ => res.policies.for_name(r.name),
+        };
+        let Some(policy) = policy.filter(|p| p.tracks_outcomes()).cloned() else {
             if !res.copies.is_empty() {
                 res.drop_copy(&r.trans_id);
             }

@@ -521,7 +521,8 @@ impl Core {
             0 => opts.timeout_async,
             t => t,
         };
-        let timeout = if self.resilience.is_some() { self.policy_timeout(s.name, timeout) } else { timeout };
+        let timeout =
+            if self.resilience.is_some() { self.policy_timeout(s.trans_id, s.name, timeout) } else { timeout };
         self.stats.requests += 1;
         let route = Route {
             trans_id: s.trans_id,
@@ -1013,7 +1014,8 @@ impl Core {
         let now = self.now;
         let Some(sender) = self.instances.get(&id) else { return (vec![], vec![]) };
         let timeout = if s.timeout == 0 { sender.options.timeout_async } else { s.timeout };
-        let timeout = if self.resilience.is_some() { self.policy_timeout(s.name, timeout) } else { timeout };
+        let timeout =
+            if self.resilience.is_some() { self.policy_timeout(s.trans_id, s.name, timeout) } else { timeout };
         let deadline = now + Duration::from_millis(timeout as u64);
         let mut ids = Vec::new();
         let mut failed = Vec::new();
