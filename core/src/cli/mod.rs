@@ -479,6 +479,11 @@ fn describe_reload(v: &Value, dry_run: bool) -> String {
             ));
         }
     }
+    if let Some(names) = v["policies"]["names"].as_array() {
+        changed = true;
+        let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+        out.push_str(&format!("  * replace the policies on every shard: {} ({})\n", names.len(), names.join(", ")));
+    }
     if !changed {
         out.push_str("  nothing to change\n");
     }

@@ -282,8 +282,9 @@ pub fn from_json(body: &[u8]) -> Result<Vec<PolicyConfig>, (String, String)> {
         Ok(Body::List(l)) => l,
         Ok(Body::Wrapped(w)) => w.policies,
         // untagged hides the reason: parse as a list again for it.
-        Err(_) => serde_json::from_slice::<Vec<PolicyConfig>>(body)
-            .map_err(|e| ("policies".to_string(), e.to_string()))?,
+        Err(_) => {
+            serde_json::from_slice::<Vec<PolicyConfig>>(body).map_err(|e| ("policies".to_string(), e.to_string()))?
+        }
     };
     validate("policies", &policies)?;
     Ok(policies)

@@ -49,13 +49,13 @@ mod trust;
 
 pub use availability::{Availability, ServiceLive, SlotPhase};
 pub use close_reason::CloseReason;
+pub use cumulo_resilience::BreakerState;
 pub use error::RouteError;
 pub use instance::{Endpoint, Instance, InternalInbox, Outbox, OwnedRequest, Response, ServiceId};
 pub use metrics::{bump, ProcessUsage, PromText, ServiceCounts, ServiceMetrics, Stats, DURATION_BOUNDS_US};
 pub use registry::InstanceId;
 pub use remote::accept_remote;
 pub use resilience::{BreakerReport, EjectedReport, ResilienceReport, ResilienceStats, TargetCounts, MAX_COPY_BYTES};
-pub use cumulo_resilience::BreakerState;
 pub use state::{Accepted, Core, Limits, ProcessSlot, ShardIndex, Shared, HUNG_AFTER_ROUNDS};
 /// Timer entries allowed beyond twice the requests in flight (see `timeouts`).
 pub use timeouts::SLACK as TIMER_SLACK;

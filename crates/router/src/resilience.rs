@@ -515,7 +515,8 @@ impl Core {
         res.stats.retries += 1;
         res.targets[track.target as usize].counts.retries += 1;
         tracing::debug!("retrying {tid} to '{}' in {:?} after {status}", request.name, at - now);
-        res.waiting.insert(tid, Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms: f.timeout_ms });
+        res.waiting
+            .insert(tid, Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms: f.timeout_ms });
         let sender = f.sender;
         self.inflight.insert(
             tid,

@@ -852,10 +852,10 @@ impl Core {
     /// `fail`, for a request refused by instance `at` (a retry avoids it).
     fn fail_at(&mut self, r: &Route<'_>, rerouted: bool, status: Status, msg: String, at: InstanceId) {
         if self.resilience.is_some() {
-            let timeout = self.inflight.get(&r.trans_id).map_or_else(
-                || r.deadline.saturating_duration_since(self.now).as_millis() as u32,
-                |f| f.timeout_ms,
-            );
+            let timeout = self
+                .inflight
+                .get(&r.trans_id)
+                .map_or_else(|| r.deadline.saturating_duration_since(self.now).as_millis() as u32, |f| f.timeout_ms);
             if self.retry_unsent(r, rerouted, timeout, status, at) {
                 return;
             }
