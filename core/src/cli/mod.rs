@@ -1,11 +1,12 @@
 //! The client commands (`cumulo services ...`, `cumulo subscriptions`,
-//! `cumulo status`, `cumulo log-level`, ...): they talk to a running core's
+//! `cumulo status`, `cumulo log-level`, `cumulo resiliency`, ...): they talk to a running core's
 //! admin API and print what it says in a readable form (or as JSON with
 //! `--output json`).
 
 mod client;
 pub mod help;
 mod queues;
+mod resiliency;
 pub mod scaffold;
 mod show;
 mod subscriptions;
@@ -13,6 +14,7 @@ mod table;
 
 pub use client::{AdminClient, Reply};
 pub use queues::{queues, QueuesCommand};
+pub use resiliency::{resiliency, ResiliencyCommand};
 pub use scaffold::NewArgs;
 pub use subscriptions::{subscriptions, SubscriptionsArgs};
 
