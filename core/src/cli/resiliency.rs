@@ -82,9 +82,12 @@ fn query(pairs: &[(&str, Option<String>)]) -> String {
 /// is, a TOML file's [[policy]] tables as a JSON list.
 fn policies_from_file(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let is_json = path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('[');
-    if is_json {
+    if path.extension().is_some_and(|e| e == "json") {
         return serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()));
+    }
+    // A JSON list under another name will do too ("[[policy]]" is no JSON).
+    if let Ok(list @ Value::Array(_)) = serde_json::from_str(&text) {
+        return Ok(list);
     }
     let table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))?;
@@ -184,6 +187,8 @@ mod tests {
         let j = dir.join("p.json");
         std::fs::write(&j, "[]").unwrap();
         assert_eq!(policies_from_file(&j).unwrap(), serde_json::json!([]));
+        std::fs::write(&f, "[{\"name\": \"b\"}]").unwrap();
+        assert_eq!(policies_from_file(&f).unwrap()[0]["name"], "b");
         let _ = std::fs::remove_dir_all(dir);
     }
 
