@@ -958,8 +958,7 @@ fn unmanaged_instances_stay_on_the_shard_that_admitted_them() {
 
 /// A policy whose breaker opens at the first SERVICE_ERROR of `/s/*`.
 fn one_failure_breaker(name: &str) -> cumulo_config::policy::PolicyConfig {
-    let mut b = cumulo_config::policy::BreakerConfig::default();
-    b.consecutive_failures = 1;
+    let b = cumulo_config::policy::BreakerConfig { consecutive_failures: 1, ..Default::default() };
     cumulo_config::policy::PolicyConfig {
         name: name.into(),
         destinations: vec!["/s/*".into()],

@@ -374,7 +374,7 @@ impl Core {
         }
     }
 
-    fn from_pseudo(&self, sender: InstanceId) -> bool {
+    fn sent_by_a_pseudo_instance(&self, sender: InstanceId) -> bool {
         self.instances.get(&sender).is_some_and(|i| i.endpoint.is_pseudo())
     }
 
@@ -382,7 +382,7 @@ impl Core {
     /// by `pattern`).
     pub(crate) fn plan(&mut self, r: &Route<'_>, dest: InstanceId, pattern: &Rc<str>) -> Plan {
         let now = self.now;
-        let outlier_only = self.from_pseudo(r.sender);
+        let outlier_only = self.sent_by_a_pseudo_instance(r.sender);
         let to_pseudo = self.instances.get(&dest).is_some_and(|i| i.endpoint.is_pseudo());
         let Some(res) = self.resilience.as_deref_mut() else { return Plan::Plain };
         let Some(policy) = res.policies.for_name(r.name).filter(|p| p.tracks_outcomes()).cloned() else {
@@ -464,16 +464,14 @@ impl Core {
         if !track.outlier_only {
             if let (Some(s), Some(b)) = (&policy.breaker, &mut t.breaker) {
                 let counted = s.failures.contains(status);
-                if counted || !failed {
-                    if b.record(s, counted, track.probe, now) == Some(BreakerState::Open) {
-                        res.stats.trips += 1;
-                        tracing::warn!(
-                            "circuit breaker of policy '{}' for '{pattern}' opened ({status}); requests get \
-                             UNAVAILABLE for {} ms",
-                            policy.name,
-                            s.open.as_millis()
-                        );
-                    }
+                if (counted || !failed) && b.record(s, counted, track.probe, now) == Some(BreakerState::Open) {
+                    res.stats.trips += 1;
+                    tracing::warn!(
+                        "circuit breaker of policy '{}' for '{pattern}' opened ({status}); requests get \
+                         UNAVAILABLE for {} ms",
+                        policy.name,
+                        s.open.as_millis()
+                    );
                 }
             }
         }
@@ -616,7 +614,7 @@ impl Core {
         avoid: InstanceId,
     ) -> bool {
         let now = self.now;
-        if self.shutting_down || self.from_pseudo(r.sender) {
+        if self.shutting_down || self.sent_by_a_pseudo_instance(r.sender) {
             return false;
         }
         let Some(res) = self.resilience.as_deref_mut() else { return false };
