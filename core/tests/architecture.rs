@@ -28,7 +28,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-wal", &[]),
     ("cumulo-config", &["cumulo-pattern", "cumulo-proto"]),
     ("cumulo-service", &["cumulo-proto"]),
-    ("cumulo-router", &["cumulo-config", "cumulo-pattern", "cumulo-proto", "cumulo-service", "cumulo-sys"]),
+    // The rules of resiliency policies: pure, no routing state.
+    ("cumulo-resilience", &["cumulo-config", "cumulo-pattern", "cumulo-proto"]),
+    (
+        "cumulo-router",
+        &["cumulo-config", "cumulo-pattern", "cumulo-proto", "cumulo-resilience", "cumulo-service", "cumulo-sys"],
+    ),
     ("cumulo-queue", &["cumulo-service", "cumulo-wal"]),
     ("cumulo-queue-jetstream", &["cumulo-queue", "cumulo-service"]),
     ("cumulo-loadgen", &["cumulo-proto", "cumulo-service", "cumulo-sys"]),
