@@ -201,3 +201,34 @@ fn a_reload_applies_a_changed_policy_on_every_shard() {
     assert!(out.contains("nothing to change"), "{out}");
     assert_eq!(call(&mut api), Status::Unavailable);
 }
+
+#[test]
+fn policies_put_through_the_api_rule_the_requests_of_every_shard() {
+    // The gateway runs on every shard (core.threads) and the kernel spreads
+    // its connections: requests enter on each shard.
+    let (admin, web) = (free_port(), free_port());
+    let gateway = Service::internal("/web/", "http").set("settings", format!("{{ port = {web} }}"));
+    let core = Core::start(config(admin, BREAKER).service(gateway));
+    let one = r#"[{"name": "b", "destinations": ["/b/*"], "circuit_breaker": {"consecutive_failures": 1}}]"#;
+    let (code, body) = admin_call(admin, "PUT", "/v1/resiliency/policies", one);
+    assert_eq!(code, 200, "{body}");
+    for _ in 0..20 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while admin_call(web, "GET", "/b/x", "").0 == 0 {
+            assert!(Instant::now() < deadline, "the gateway does not answer");
+            std::thread::sleep(ms(20));
+        }
+    }
+    let breakers = resiliency(admin)["breakers"].as_array().cloned().unwrap();
+    let mut shards: Vec<u64> = breakers.iter().map(|b| b["shard"].as_u64().unwrap()).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    assert_eq!(
+        shards.len() as u32,
+        cumulo_e2e::config::test_threads(),
+        "requests entered on every shard: {breakers:?}"
+    );
+    for b in &breakers {
+        assert_eq!((b["state"].as_str(), b["failures"].as_u64()), (Some("open"), Some(1)), "{breakers:?}");
+    }
+}
