@@ -208,7 +208,7 @@ fn policies_put_through_the_api_rule_the_requests_of_every_shard() {
     // its connections: requests enter on each shard.
     let (admin, web) = (free_port(), free_port());
     let gateway = Service::internal("/web/", "http").set("settings", format!("{{ port = {web} }}"));
-    let core = Core::start(config(admin, BREAKER).service(gateway));
+    let _core = Core::start(config(admin, BREAKER).service(gateway));
     let one = r#"[{"name": "b", "destinations": ["/b/*"], "circuit_breaker": {"consecutive_failures": 1}}]"#;
     let (code, body) = admin_call(admin, "PUT", "/v1/resiliency/policies", one);
     assert_eq!(code, 200, "{body}");
