@@ -182,35 +182,36 @@ impl Links {
 
     /// Sends every other shard the message `make` builds around an answer's
     /// sender, and waits for the answers until `timeout`: the answers, and
-    /// the shards that gave none (far behind, or stopping).
-    pub async fn ask_others<T>(
+    /// the shards that gave none by then (far behind: they still get the
+    /// message; or stopping). Call inside the shard's `LocalSet`.
+    pub async fn ask_others<T: 'static>(
         &self,
         make: impl Fn(oneshot::Sender<T>) -> Message,
         timeout: std::time::Duration,
     ) -> (Vec<T>, Vec<u32>) {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut asked = Vec::new();
-        let mut missing = Vec::new();
         for (j, tx) in self.peers.iter().enumerate() {
-            let j = j as u32;
-            if j == self.index {
+            if j as u32 == self.index {
                 continue;
             }
             let (answer, rx) = oneshot::channel();
             let envelope = Envelope { from: self.index, message: make(answer) };
-            match tokio::time::timeout_at(deadline, tx.send(envelope)).await {
-                Ok(Ok(())) => asked.push((j, rx)),
-                _ => missing.push(j),
-            }
+            let tx = tx.clone();
+            // Sent however long a full inbox takes: the wait for the answer
+            // is bounded, the change is not lost.
+            tokio::task::spawn_local(async move {
+                let _ = tx.send(envelope).await;
+            });
+            asked.push((j as u32, rx));
         }
-        let mut answers = Vec::new();
+        let (mut answers, mut missing) = (Vec::new(), Vec::new());
         for (j, rx) in asked {
             match tokio::time::timeout_at(deadline, rx).await {
                 Ok(Ok(a)) => answers.push(a),
                 _ => missing.push(j),
             }
         }
-        missing.sort_unstable();
         (answers, missing)
     }
 

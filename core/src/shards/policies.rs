@@ -10,8 +10,8 @@ use cumulo_router::Shared;
 use std::sync::Arc;
 
 /// Replaces the policies on every shard (their breakers start over).
-/// Returns the shards that did not confirm in time (they apply the new
-/// policies when they get to it).
+/// Returns the shards that did not confirm in time (far behind, they apply
+/// the new policies when they get to them).
 pub async fn set_everywhere(core: &Shared, shards: Option<&Links>, policies: Vec<PolicyConfig>) -> Vec<u32> {
     core.borrow_mut().set_policies(&policies);
     let Some(links) = shards else { return Vec::new() };
