@@ -353,7 +353,8 @@ function renderQueues(v) {
 function renderResiliency(v) {
   $("#resiliency-section").hidden = v.policies.length === 0;
   const s = v.stats;
-  $("#resiliency-stats").textContent = v.policies.length + " policies · retries " + s.retries + " (recovered " + s.recovered +
+  const policies = v.policies.length === 1 ? "1 policy" : v.policies.length + " policies";
+  $("#resiliency-stats").textContent = policies + " · retries " + s.retries + " (recovered " + s.recovered +
     ", gave up " + s.gave_up + ") · refused " + s.refused + " · trips " + s.trips + " · ejections " + s.ejections;
   const tbody = $("#breakers tbody");
   tbody.textContent = "";
