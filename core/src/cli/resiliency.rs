@@ -46,7 +46,7 @@ pub fn resiliency(a: &AdminArgs, cmd: Option<ResiliencyCommand>) -> Outcome {
             let path = format!("/v1/resiliency/breakers/reset{}", query(&[("policy", policy), ("pattern", pattern)]));
             let v = call(&c, Method::POST, &path, None)?;
             if !a.json() {
-                return Ok(format!("{} breakers were open or half-open; all closed now\n", v["reset"]));
+                return Ok(format!("{} breakers were open or half-open; now closed\n", v["reset"]));
             }
             v
         }
