@@ -2,7 +2,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use cumulo_core::admin::LogControl;
-use cumulo_core::cli::{self, help, AdminArgs, QueuesCommand, ServicesCommand, SubscriptionsArgs};
+use cumulo_core::cli::{self, help, AdminArgs, QueuesCommand, ResiliencyCommand, ServicesCommand, SubscriptionsArgs};
 use cumulo_core::internal::settings::CATALOGUE;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -94,6 +94,16 @@ enum Command {
         #[command(subcommand)]
         command: Option<QueuesCommand>,
     },
+    /// The resiliency policies of a running core: circuit breakers (with
+    /// their state), ejected instances, retry counters; reset breakers,
+    /// replace the policies.
+    #[command(after_help = help::RESILIENCY)]
+    Resiliency {
+        #[command(flatten)]
+        admin: AdminArgs,
+        #[command(subcommand)]
+        command: Option<ResiliencyCommand>,
+    },
     /// Change a running core's log level (e.g. debug, or "info,cumulo_core::routing=debug").
     #[command(after_help = help::LOG_LEVEL)]
     LogLevel {
@@ -166,6 +176,7 @@ Examples:
   cumulo reload                                 apply the edited config file (as SIGHUP does)
   cumulo queues                                 the durable queues: depth, deliveries, dead letters
   cumulo queues replay --queue /queue/          send a queue's dead letters again
+  cumulo resiliency                             policies, circuit breakers, ejected instances
   (client commands reach http://127.0.0.1:7311, or --admin URL / CUMULO_ADMIN,
    with --token / CUMULO_ADMIN_TOKEN, or the [admin] section of --config FILE)
   cumulo bench request --socket S --name N      the highest stable request rate of a service
@@ -268,6 +279,7 @@ fn main() -> ExitCode {
         Command::Status { admin } => return client_done(cli::status(&admin)),
         Command::Nodes { admin } => return client_done(cli::nodes(&admin)),
         Command::Queues { admin, command } => return client_done(cli::queues(&admin, command)),
+        Command::Resiliency { admin, command } => return client_done(cli::resiliency(&admin, command)),
         Command::LogLevel { level, admin } => return client_done(cli::log_level(&admin, &level)),
         Command::Reload { admin } => return client_done(cli::reload(&admin, false)),
         Command::Completions { shell } => {
@@ -330,6 +342,7 @@ fn main() -> ExitCode {
         | Command::Status { .. }
         | Command::Nodes { .. }
         | Command::Queues { .. }
+        | Command::Resiliency { .. }
         | Command::LogLevel { .. }
         | Command::Reload { .. }
         | Command::Completions { .. }

@@ -14,9 +14,14 @@
 //!   served), an internal one is removed first (it may hold a port);
 //! - services the file no longer lists are removed, new ones added;
 //! - services added through the admin API (not from the file) are left as
-//!   they are, and reported as kept.
+//!   they are, and reported as kept;
+//! - when the file's `[[policy]]` tables changed, they replace the policies
+//!   in force on every shard (those set through the admin API included;
+//!   breakers start over); unchanged, the policies in force stay as they
+//!   are.
 
 use crate::supervisor::{ServiceChanges, Supervisor};
+use cumulo_config::policy::PolicyConfig;
 use cumulo_config::{Config, ServiceConfig};
 use cumulo_router::ServiceId;
 use serde::Serialize;
@@ -76,12 +81,23 @@ pub struct Plan {
     pub unchanged: usize,
     /// Added through the admin API, not in the file: left as they are.
     pub kept: Vec<Named>,
+    /// The file's policies, when they changed: put in force on every shard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policies: Option<Policies>,
     #[serde(skip)]
     steps: Steps,
 }
 
+/// The policies a reload puts in force, as the reply names them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Policies {
+    pub count: usize,
+    pub names: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Steps {
+    policies: Option<Vec<PolicyConfig>>,
     add: Vec<ServiceConfig>,
     remove: Vec<ServiceId>,
     update: Vec<(ServiceId, ServiceChanges)>,
@@ -91,7 +107,11 @@ struct Steps {
 
 impl Plan {
     pub fn changes_nothing(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.updated.is_empty() && self.replaced.is_empty()
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.updated.is_empty()
+            && self.replaced.is_empty()
+            && self.policies.is_none()
     }
 
     /// One line for the log.
@@ -107,6 +127,9 @@ impl Plan {
             if !v.is_empty() {
                 parts.push(format!("{word} {} ({})", v.len(), list(v)));
             }
+        }
+        if let Some(p) = &self.policies {
+            parts.push(format!("policies replaced ({}: {})", p.count, p.names.join(" ")));
         }
         parts.push(format!("unchanged {}", self.unchanged));
         if !self.kept.is_empty() {
@@ -254,6 +277,11 @@ impl Reloader {
         for s in running.iter().filter(|s| !managed.contains(&s.id) && !s.is_removing()) {
             plan.kept.push(named(Some(s.id), &s.config(), String::new()));
         }
+        if self.applied.borrow().policies != new.policies {
+            let names = new.policies.iter().map(|p| p.name.clone()).collect();
+            plan.policies = Some(Policies { count: new.policies.len(), names });
+            plan.steps.policies = Some(new.policies.clone());
+        }
         Ok(plan)
     }
 
@@ -321,6 +349,12 @@ impl Reloader {
         }
         for cfg in &steps.add {
             managed.push(sup.add(cfg.clone()));
+        }
+        if let Some(policies) = steps.policies {
+            let missing = sup.set_policies(policies).await;
+            if !missing.is_empty() {
+                tracing::warn!("reload: shards {missing:?} did not confirm the new policies in time");
+            }
         }
         *self.managed.borrow_mut() = managed;
         *self.applied.borrow_mut() = new;

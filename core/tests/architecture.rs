@@ -28,6 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-wal", &[]),
     ("cumulo-config", &["cumulo-pattern", "cumulo-proto"]),
     ("cumulo-service", &["cumulo-proto"]),
+    // The rules of resiliency policies: pure, no routing state.
     ("cumulo-resilience", &["cumulo-config", "cumulo-pattern", "cumulo-proto"]),
     (
         "cumulo-router",

@@ -94,6 +94,18 @@ schedule = "* * * * * * *"
 dest = "/echo/tick"
 
 [[service]]
+prefix = "/b/"
+internal = "chaos"
+settings = {{ fail = 1.0 }}
+
+[[policy]]
+name = "b"
+destinations = ["/b/*"]
+[policy.circuit_breaker]
+consecutive_failures = 3
+open_ms = 600000
+
+[[service]]
 prefix = "/load/"
 internal = "request_rate"
 settings = {{ service_name = "/tests/http_req/rust.xml/get", request = {{ value = 42 }}, request_rate = {RATE} }}
@@ -285,6 +297,25 @@ def test_the_queues_panel_shows_a_dead_letter_and_a_click_purges_it(cloud: Cloud
     assert browser.wait_for(dead + " === '0'", timeout=20, what="no dead letter after the click")
     q = cloud.get("/v1/queues")["queues"][0]
     assert (q["prefix"], q["dead_letters"], q["purged"]) == ("/jobs/", 0, 1), q
+
+
+def test_the_resiliency_panel_shows_an_open_breaker_and_a_click_closes_it(cloud: Cloud, browser: Chromium) -> None:
+    # Through the gateway to the chaos service that always fails: enough for
+    # the breaker of some shard to open (each shard keeps its own).
+    for _ in range(20):
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/b/x" % cloud.http, timeout=10).read()
+        except urllib.error.HTTPError:
+            pass
+    assert browser.wait_for("!document.querySelector('#resiliency-section').hidden", what="the resiliency panel")
+    open_row = "document.querySelector(\"#breakers tr[data-policy='b'][data-state='open']\")"
+    assert browser.wait_for(open_row + " !== null", timeout=20, what="an open breaker of policy b")
+    assert "trips" in browser.eval("document.querySelector('#resiliency-stats').textContent")
+    shot = cloud.work / "dashboard-resiliency.png"
+    check_png(browser.screenshot(shot), shot)
+    browser.click("#breakers tr[data-policy='b'][data-state='open'] button")
+    assert browser.wait_for(open_row + " === null", timeout=20, what="no open breaker after the click")
+    assert all(b["state"] == "closed" for b in cloud.get("/v1/resiliency")["breakers"])
 
 
 def test_the_services_built_on_the_core_show_their_reports(cloud: Cloud, browser: Chromium) -> None:

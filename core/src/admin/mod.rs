@@ -17,6 +17,7 @@ mod queues;
 pub mod recent_logs;
 mod reply;
 mod reports;
+mod resiliency;
 pub mod routes;
 mod services;
 mod views;
@@ -257,6 +258,9 @@ async fn answer(ctx: &Rc<AdminContext>, peer: IpAddr, req: Request<Incoming>) ->
         Route::DashboardStyle => return Ok(dashboard::style()),
         Route::WhoAmI => auth::whoami(caller.as_ref()),
         Route::Reload => services::reload(ctx, query.as_deref()).await,
+        Route::Resiliency => resiliency::get(ctx).await,
+        Route::SetPolicies => resiliency::set(ctx, &body).await,
+        Route::ResetBreakers => resiliency::reset(ctx, query.as_deref()).await,
     }?;
     Ok(reply::json(status, &value))
 }

@@ -5,8 +5,8 @@
 //! (shards/report.rs), and `cumulo_shard_*` show each shard's share.
 
 use super::{views, AdminContext};
-use crate::shards::report::Reports;
-use cumulo_router::{ProcessUsage, PromText, ServiceCounts};
+use crate::shards::report::{Reports, ResilienceTotals};
+use cumulo_router::{BreakerState, ProcessUsage, PromText, ServiceCounts};
 
 struct Series {
     prefix: String,
@@ -173,6 +173,9 @@ pub async fn render(ctx: &AdminContext) -> String {
     );
     global("cumulo_services", "gauge", "Services the supervisor runs.", ctx.supervisor.services().len() as u64);
     per_shard(&mut p, &reports);
+    if let Some(totals) = reports.resilience() {
+        resilience(&mut p, &totals);
+    }
     p.header("cumulo_build_info", "gauge", "The core's version.");
     p.sample("cumulo_build_info", &[("version", env!("CARGO_PKG_VERSION"))], 1);
     p.header("cumulo_uptime_seconds", "gauge", "Seconds since the core started.");
@@ -225,6 +228,62 @@ fn per_shard(p: &mut PromText, reports: &Reports) {
     for (shard, v) in up {
         p.sample("cumulo_shard_up", &[("shard", &shard.to_string())], v);
     }
+}
+
+/// The policies' counters, each breaker's state (the worst over the
+/// shards) and the instances ejected now; only when policies exist.
+fn resilience(p: &mut PromText, t: &ResilienceTotals) {
+    let s = &t.stats;
+    let mut global = |name: &str, kind: &str, help: &str, v: u64| {
+        p.header(name, kind, help);
+        p.sample(name, &[], v);
+    };
+    global("cumulo_retries_total", "counter", "Retries sent under a policy's retry.", s.retries);
+    global("cumulo_retries_recovered_total", "counter", "Requests answered OK after at least one retry.", s.recovered);
+    global(
+        "cumulo_retries_gave_up_total",
+        "counter",
+        "Requests whose last attempt failed with retries unused (the deadline left no room, or the status is not retried).",
+        s.gave_up,
+    );
+    global(
+        "cumulo_breaker_refused_total",
+        "counter",
+        "Requests refused UNAVAILABLE at once by an open circuit breaker.",
+        s.refused,
+    );
+    global("cumulo_breaker_trips_total", "counter", "Circuit breakers that opened.", s.trips);
+    global("cumulo_outlier_ejections_total", "counter", "Instances taken out of selection as outliers.", s.ejections);
+    global("cumulo_ejected_instances", "gauge", "Instances out of selection now, as outliers.", t.ejected.len() as u64);
+    p.header(
+        "cumulo_breaker_state",
+        "gauge",
+        "A circuit breaker's state: 0 closed, 1 open, 2 half_open (the worst over the shards, open the worst).",
+    );
+    for ((policy, pattern), state) in worst_states(t) {
+        p.sample("cumulo_breaker_state", &[("policy", policy), ("pattern", pattern)], state);
+    }
+}
+
+/// Per (policy, pattern), the worst state any shard's breaker is in, as
+/// the metric encodes it.
+fn worst_states(t: &ResilienceTotals) -> std::collections::BTreeMap<(&str, &str), u8> {
+    let code = |s: BreakerState| match s {
+        BreakerState::Closed => 0,
+        BreakerState::Open => 1,
+        BreakerState::HalfOpen => 2,
+    };
+    // Open refuses everything; half-open lets probes through.
+    let rank = |c: u8| [0, 2, 1][c as usize];
+    let mut worst = std::collections::BTreeMap::new();
+    for (_, b) in &t.breakers {
+        let c = code(b.state);
+        let w = worst.entry((b.policy.as_str(), b.pattern.as_str())).or_insert(c);
+        if rank(c) > rank(*w) {
+            *w = c;
+        }
+    }
+    worst
 }
 
 /// The samples of services built on the core (`cumulo_queue_*`), each

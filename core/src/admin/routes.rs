@@ -36,6 +36,9 @@ pub enum Route {
     DashboardStyle,
     WhoAmI,
     Reload,
+    Resiliency,
+    SetPolicies,
+    ResetBreakers,
 }
 
 impl Route {
@@ -51,10 +54,10 @@ impl Route {
         use Route::*;
         match self {
             AddServices | UpdateService | RemoveService | RestartService | SetLogLevel | CloseWebSocket
-            | QueueReplay | QueuePurge | Reload => Role::Operate,
+            | QueueReplay | QueuePurge | Reload | SetPolicies | ResetBreakers => Role::Operate,
             ListServices | GetService | Subscriptions | Nodes | GetLogLevel | Status | OpenApi | Metrics
             | WebSockets | Stats | Logs | Reports | Queues | QueueDeadLetters | HttpClients | Cron | Dashboard
-            | DashboardScript | DashboardStyle | WhoAmI => Role::Read,
+            | DashboardScript | DashboardStyle | WhoAmI | Resiliency => Role::Read,
         }
     }
 }
@@ -90,6 +93,9 @@ pub const ROUTES: &[(&str, &str, Route)] = &[
     ("GET", "/dashboard/app.css", Route::DashboardStyle),
     ("GET", "/v1/whoami", Route::WhoAmI),
     ("POST", "/v1/reload", Route::Reload),
+    ("GET", "/v1/resiliency", Route::Resiliency),
+    ("PUT", "/v1/resiliency/policies", Route::SetPolicies),
+    ("POST", "/v1/resiliency/breakers/reset", Route::ResetBreakers),
 ];
 
 #[derive(Debug, PartialEq, Eq)]

@@ -12,6 +12,9 @@ use serde_json::{json, Value};
 pub async fn reports(ctx: &AdminContext) -> Reports {
     let mine = {
         let services: Vec<_> = ctx.supervisor.services().iter().map(|s| (s.id, s.metrics.clone())).collect();
+        // Breakers and ejections are reported as of now, not as of the
+        // last event.
+        ctx.core.borrow_mut().refresh_now();
         let core = ctx.core.borrow();
         report::snapshot(&core, core.shard().index, &services)
     };

@@ -62,6 +62,21 @@ pub const QUEUES_REPLAY: &str =
     examples!("cumulo queues replay --queue /queue/          send /queue/'s dead letters again",);
 pub const QUEUES_PURGE: &str =
     examples!("cumulo queues purge --queue /queue/           forget /queue/'s dead letters",);
+pub const RESILIENCY: &str = examples!(
+    "cumulo resiliency                             policies, breakers, ejected instances, retries",
+    "cumulo resiliency reset --policy payments     close the breakers of policy payments",
+    "cumulo resiliency set policies.toml           replace the policies with the file's [[policy]]",
+);
+pub const RESILIENCY_SHOW: &str =
+    examples!("cumulo resiliency show -o json                GET /v1/resiliency as the API answers it",);
+pub const RESILIENCY_RESET: &str = examples!(
+    "cumulo resiliency reset                       close every breaker, on every shard",
+    "cumulo resiliency reset --policy payments --pattern '/payments/*'",
+);
+pub const RESILIENCY_SET: &str = examples!(
+    "cumulo resiliency set policies.toml           the [[policy]] tables of a file (a config file will do)",
+    "cumulo resiliency set policies.json           a JSON list of policies; [] removes every one",
+);
 pub const LOG_LEVEL: &str = examples!(
     "cumulo log-level debug                        more detail, without a restart",
     "cumulo log-level 'info,cumulo_core::routing=debug'",

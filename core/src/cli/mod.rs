@@ -1,11 +1,12 @@
 //! The client commands (`cumulo services ...`, `cumulo subscriptions`,
-//! `cumulo status`, `cumulo log-level`, ...): they talk to a running core's
+//! `cumulo status`, `cumulo log-level`, `cumulo resiliency`, ...): they talk to a running core's
 //! admin API and print what it says in a readable form (or as JSON with
 //! `--output json`).
 
 mod client;
 pub mod help;
 mod queues;
+mod resiliency;
 pub mod scaffold;
 mod show;
 mod subscriptions;
@@ -13,6 +14,7 @@ mod table;
 
 pub use client::{AdminClient, Reply};
 pub use queues::{queues, QueuesCommand};
+pub use resiliency::{resiliency, ResiliencyCommand};
 pub use scaffold::NewArgs;
 pub use subscriptions::{subscriptions, SubscriptionsArgs};
 
@@ -478,6 +480,11 @@ fn describe_reload(v: &Value, dry_run: bool) -> String {
                 s["what"].as_str().unwrap_or("")
             ));
         }
+    }
+    if let Some(names) = v["policies"]["names"].as_array() {
+        changed = true;
+        let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+        out.push_str(&format!("  * replace the policies on every shard: {} ({})\n", names.len(), names.join(", ")));
     }
     if !changed {
         out.push_str("  nothing to change\n");

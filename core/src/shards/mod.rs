@@ -30,10 +30,15 @@
 //! (`Message::Gateway`), so a gateway changed at run time changes on every
 //! shard.
 //!
+//! The resiliency policies are every shard's, each with its own breakers
+//! and counters: shard 0 sets new ones (the admin API, a reload) and resets
+//! breakers on every shard (`policies`).
+//!
 //! - `thread`: the threads of shards 1.. and the gateways they run;
 //! - `tests`: requests, multicast and forwards across two shards.
 
 pub mod handoff;
+pub mod policies;
 pub mod report;
 pub mod thread;
 
@@ -42,6 +47,7 @@ pub mod thread;
 /// carry a sender's dest_refresh between shards.
 pub use cumulo_router::shards::{mirror, policy_bits, policy_of, turns, FLAGS_MASK};
 
+use cumulo_config::policy::PolicyConfig;
 use cumulo_config::ServiceOptions;
 use cumulo_proto::Frame;
 use cumulo_router::InstanceId;
@@ -49,7 +55,7 @@ use cumulo_router::{Availability, Core, ShardIndex, Shared};
 use cumulo_router::{Endpoint, Outbox};
 use std::rc::Rc;
 use std::sync::Arc;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 /// Messages waiting in one shard's inbox at most (each a batch of frames or
 /// a subscription state): a shard that falls behind makes the writers of
@@ -73,7 +79,13 @@ pub enum Message {
 
     /// The admin API asks for this shard's counters and instances
     /// (`report`); answered at once, on the sender given.
-    Report(tokio::sync::oneshot::Sender<report::ShardReport>),
+    Report(oneshot::Sender<report::ShardReport>),
+    /// From shard 0: these resiliency policies replace the shard's (its
+    /// breakers start over); answered once they are in force.
+    Policies { policies: Arc<Vec<PolicyConfig>>, applied: oneshot::Sender<()> },
+    /// From shard 0: close the breakers of `policy` on `pattern` (None:
+    /// every one); answered with how many were open or half-open.
+    ResetBreakers { policy: Option<String>, pattern: Option<String>, reset: oneshot::Sender<usize> },
     // Service connections served by other shards (`handoff`).
     /// From shard 0: adopt a connection, retire instances, new options.
     Order(handoff::Order),
@@ -166,6 +178,41 @@ impl Links {
     /// Returns when another shard said the core stops.
     pub async fn stopped(&self) {
         self.stop.notified().await
+    }
+
+    /// Sends every other shard the message `make` builds around an answer's
+    /// sender, and waits for the answers until `timeout`: the answers, and
+    /// the shards that gave none by then (far behind: they still get the
+    /// message; or stopping). Call inside the shard's `LocalSet`.
+    pub async fn ask_others<T: 'static>(
+        &self,
+        make: impl Fn(oneshot::Sender<T>) -> Message,
+        timeout: std::time::Duration,
+    ) -> (Vec<T>, Vec<u32>) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut asked = Vec::new();
+        for (j, tx) in self.peers.iter().enumerate() {
+            if j as u32 == self.index {
+                continue;
+            }
+            let (answer, rx) = oneshot::channel();
+            let envelope = Envelope { from: self.index, message: make(answer) };
+            let tx = tx.clone();
+            // Sent however long a full inbox takes: the wait for the answer
+            // is bounded, the change is not lost.
+            tokio::task::spawn_local(async move {
+                let _ = tx.send(envelope).await;
+            });
+            asked.push((j as u32, rx));
+        }
+        let (mut answers, mut missing) = (Vec::new(), Vec::new());
+        for (j, rx) in asked {
+            match tokio::time::timeout_at(deadline, rx).await {
+                Ok(Ok(a)) => answers.push(a),
+                _ => missing.push(j),
+            }
+        }
+        (answers, missing)
     }
 
     /// Orders every other shard to start, restart or stop a gateway slot.
@@ -296,8 +343,17 @@ async fn receiver(core: Shared, mut inbox: mpsc::Receiver<Envelope>, mine: Mine)
             Message::Gateway(order) => gateways.apply(&core, order),
             Message::Stop => stop.notify_one(),
             Message::Report(reply) => {
+                core.borrow_mut().refresh_now();
                 let r = report::snapshot(&core.borrow(), index, &gateways.service_metrics());
                 let _ = reply.send(r);
+            }
+            Message::Policies { policies, applied } => {
+                core.borrow_mut().set_policies(&policies);
+                let _ = applied.send(());
+            }
+            Message::ResetBreakers { policy, pattern, reset } => {
+                let n = core.borrow_mut().reset_breakers(policy.as_deref(), pattern.as_deref());
+                let _ = reset.send(n);
             }
             Message::Order(order) => handoff::apply(&core, order, peers[from as usize].clone()),
             Message::Gone { id, hung } => core.borrow_mut().gone_elsewhere(id, hung),

@@ -17,6 +17,7 @@
 use super::{Envelope, Message};
 use cumulo_router::Core;
 use cumulo_router::InstanceId;
+use cumulo_router::{BreakerReport, EjectedReport, ResilienceReport, ResilienceStats};
 use cumulo_router::{Endpoint, ServiceId};
 use cumulo_router::{ServiceCounts, ServiceMetrics, Stats};
 use std::cell::RefCell;
@@ -48,6 +49,8 @@ pub struct ShardReport {
     /// Per service (None: unmanaged instances).
     pub services: Vec<ServiceReport>,
     pub instances: Vec<InstanceReport>,
+    /// Its breakers, ejections and retry counters (None: no policy).
+    pub resilience: Option<ResilienceReport>,
 }
 
 /// What a service's instances counted on one shard.
@@ -122,6 +125,7 @@ pub fn snapshot(core: &Core, shard: u32, services: &[(ServiceId, Rc<ServiceMetri
     report.connections = core.connections() as u64;
     report.instances.sort_by_key(|i| i.id);
     report.services = by_service.services;
+    report.resilience = core.resilience_report();
     report
 }
 
@@ -178,6 +182,21 @@ impl Reports {
         self.shards.iter().map(|r| r.connections).sum()
     }
 
+    /// The policies' figures over every shard; None when no shard has a
+    /// policy.
+    pub fn resilience(&self) -> Option<ResilienceTotals> {
+        let mut total: Option<ResilienceTotals> = None;
+        for r in &self.shards {
+            let Some(mine) = &r.resilience else { continue };
+            let t = total.get_or_insert_with(ResilienceTotals::default);
+            add_stats(&mut t.stats, &mine.stats);
+            t.breakers.extend(mine.breakers.iter().map(|b| (r.shard, b.clone())));
+            t.ejected.extend(mine.ejected.iter().map(|e| (r.shard, e.clone())));
+            t.waiting += mine.waiting;
+        }
+        total
+    }
+
     /// A service's counters over every shard, its instances and the
     /// requests queued at them (None: unmanaged instances).
     pub fn service(&self, id: Option<ServiceId>) -> ServiceReport {
@@ -189,6 +208,28 @@ impl Reports {
         }
         total
     }
+}
+
+/// The policies' figures over every shard: counters summed; each breaker
+/// and ejected instance with the shard that holds it (shards keep their
+/// own).
+#[derive(Debug, Clone, Default)]
+pub struct ResilienceTotals {
+    pub stats: ResilienceStats,
+    pub breakers: Vec<(u32, BreakerReport)>,
+    pub ejected: Vec<(u32, EjectedReport)>,
+    /// Requests waiting out a backoff now.
+    pub waiting: u64,
+}
+
+fn add_stats(total: &mut ResilienceStats, s: &ResilienceStats) {
+    total.retries += s.retries;
+    total.recovered += s.recovered;
+    total.gave_up += s.gave_up;
+    total.refused += s.refused;
+    total.trips += s.trips;
+    total.ejections += s.ejections;
+    total.uncopied += s.uncopied;
 }
 
 /// Asks the other shards for their reports; one question at a time.

@@ -955,3 +955,45 @@ fn unmanaged_instances_stay_on_the_shard_that_admitted_them() {
         let _ = std::fs::remove_file(&path);
     });
 }
+
+/// A policy whose breaker opens at the first SERVICE_ERROR of `/s/*`.
+fn one_failure_breaker(name: &str) -> cumulo_config::policy::PolicyConfig {
+    let b = cumulo_config::policy::BreakerConfig { consecutive_failures: 1, ..Default::default() };
+    cumulo_config::policy::PolicyConfig {
+        name: name.into(),
+        destinations: vec!["/s/*".into()],
+        timeout_ms: 0,
+        retry: None,
+        circuit_breaker: Some(b),
+        outlier: None,
+    }
+}
+
+#[test]
+fn policies_set_and_breakers_reset_on_shard_zero_reach_the_other_shard() {
+    crate::fuzzing::run(async {
+        let ((a, la), (b, _lb)) = two_shards_linked();
+        let missing = policies::set_everywhere(&a, Some(&la), vec![one_failure_breaker("p")]).await;
+        assert!(missing.is_empty());
+        assert_eq!(b.borrow().policies()[0].name, "p", "in force on shard 1 once confirmed");
+        // A failure on shard 1 opens its breaker there.
+        let server = Client::connect(&b, "/s/", 8);
+        server.subscribe("echo");
+        let client = Client::connect(&b, "/c/", 8);
+        let tid = client.send("/s/echo", b"x", 5000, 0);
+        let failed = cumulo_proto::Return { trans_id: tid, status: 7, response_info: b"", response: b"" };
+        server.frame(Frame::Return(failed));
+        settle().await;
+        let r = gather(&a, &la).await;
+        let totals = r.resilience().expect("policies on both shards");
+        let open: Vec<(u32, &str)> = totals.breakers.iter().map(|(s, b)| (*s, b.state.name())).collect();
+        assert_eq!(open, [(1, "open")]);
+        assert_eq!(totals.stats.trips, 1);
+        // Reset from shard 0: counted there, closed there.
+        assert_eq!(policies::reset_everywhere(&a, Some(&la), Some("p"), None).await, (1, vec![]));
+        assert_eq!(b.borrow().resilience_report().unwrap().breakers[0].state.name(), "closed");
+        // No policy: nothing reported.
+        policies::set_everywhere(&a, Some(&la), vec![]).await;
+        assert!(gather(&a, &la).await.resilience().is_none());
+    });
+}

@@ -85,6 +85,12 @@ impl Supervisor {
         let _ = self.shards.set(links);
     }
 
+    /// Replaces the resiliency policies on every shard (a reload); returns
+    /// the shards that did not confirm in time.
+    pub async fn set_policies(&self, policies: Vec<cumulo_config::policy::PolicyConfig>) -> Vec<u32> {
+        crate::shards::policies::set_everywhere(&self.core, self.shards.get().map(|l| &**l), policies).await
+    }
+
     /// Starts the services of the config file; they get ids 1, 2, ... in
     /// file order.
     pub fn start_all(self: &Rc<Self>, services: &[ServiceConfig]) -> Vec<ServiceId> {

@@ -149,6 +149,10 @@ fn client_command_help_lists_its_own_options_first_and_an_example() {
         (&["status"], "--help"),
         (&["nodes"], "--help"),
         (&["queues", "dead"], "--limit"),
+        (&["resiliency"], "--help"),
+        (&["resiliency", "show"], "--help"),
+        (&["resiliency", "reset"], "--pattern"),
+        (&["resiliency", "set"], "<FILE>"),
         (&["log-level"], "--help"),
     ];
     for (cmd, own) in cases {

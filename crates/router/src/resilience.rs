@@ -342,6 +342,11 @@ impl Core {
         }
     }
 
+    /// Whether any policy is in force (without copying them).
+    pub fn has_policies(&self) -> bool {
+        self.resilience.as_ref().is_some_and(|r| !r.policies.is_empty())
+    }
+
     /// The policies in force, as configured.
     pub fn policies(&self) -> Vec<PolicyConfig> {
         self.resilience.as_ref().map(|r| r.policies.configs()).unwrap_or_default()

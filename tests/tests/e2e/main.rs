@@ -18,6 +18,7 @@ mod priority;
 mod queue_bytes;
 mod queue_limit;
 mod reload;
+mod resiliency_admin;
 mod restart;
 mod send_async;
 mod send_sync;

@@ -345,6 +345,59 @@ function renderQueues(v) {
   }
 }
 
+// ---- resiliency ----------------------------------------------------------
+
+// Shown only when policies exist (GET /v1/resiliency): every breaker with
+// its state (open ones stand out), the instances ejected now, and the
+// retry counters.
+function renderResiliency(v) {
+  $("#resiliency-section").hidden = v.policies.length === 0;
+  const s = v.stats;
+  const policies = v.policies.length === 1 ? "1 policy" : v.policies.length + " policies";
+  $("#resiliency-stats").textContent = policies + " · retries " + s.retries + " (recovered " + s.recovered +
+    ", gave up " + s.gave_up + ") · refused " + s.refused + " · trips " + s.trips + " · ejections " + s.ejections;
+  const tbody = $("#breakers tbody");
+  tbody.textContent = "";
+  for (const b of v.breakers) {
+    const tr = document.createElement("tr");
+    tr.dataset.policy = b.policy;
+    tr.dataset.state = b.state;
+    tr.className = "breaker-" + b.state;
+    const state = b.state === "open" ? "open · probes in " + fmtAge(b.opens_in_ms / 1000) : b.state.replace("_", "-");
+    const cells = [b.policy, b.pattern, state, b.consecutive_failures, b.failures, b.trips, b.refused, b.retries, b.shard];
+    cells.forEach((text, i) => {
+      const td = document.createElement("td");
+      td.textContent = String(text);
+      td.className = i === 2 ? "state" : i >= 3 ? "num" : "";
+      tr.appendChild(td);
+    });
+    const td = document.createElement("td");
+    if (b.state !== "closed") {
+      const reset = document.createElement("button");
+      reset.textContent = "reset";
+      reset.className = "operate";
+      const query = "?policy=" + encodeURIComponent(b.policy) + "&pattern=" + encodeURIComponent(b.pattern);
+      reset.onclick = () => act("POST", "/v1/resiliency/breakers/reset" + query, undefined, "breaker of " + b.policy + " on " + b.pattern + " closed");
+      td.appendChild(reset);
+    }
+    tr.appendChild(td);
+    tbody.appendChild(tr);
+  }
+  $("#ejected").hidden = v.ejected.length === 0;
+  const ejected = $("#ejected tbody");
+  ejected.textContent = "";
+  for (const e of v.ejected) {
+    const tr = document.createElement("tr");
+    [e.instance, e.label, fmtAge(e.back_in_ms / 1000), e.ejections, e.shard].forEach((text, i) => {
+      const td = document.createElement("td");
+      td.textContent = String(text);
+      if (i >= 2) td.className = "num";
+      tr.appendChild(td);
+    });
+    ejected.appendChild(tr);
+  }
+}
+
 // ---- services built on the core -------------------------------------------
 
 // A report's view is the service's own JSON (GET /v1/reports): its plain
@@ -508,6 +561,7 @@ async function poll() {
     if (document.activeElement !== levelInput) levelInput.value = status.log_level;
     if (state.polls % NODES_EVERY === 0) renderNodes(await api("GET", "/v1/nodes"));
     renderQueues(await api("GET", "/v1/queues"));
+    renderResiliency(await api("GET", "/v1/resiliency"));
     renderReports(await api("GET", "/v1/reports"));
     if (state.subsOpen.size) await showSubscriptions();
     await pollLog();
@@ -544,6 +598,7 @@ function start() {
     $("#log-level").blur();
   };
   $("#service-filter").oninput = () => renderServices(state.services);
+  $("#reset-breakers").onclick = () => act("POST", "/v1/resiliency/breakers/reset", undefined, "every breaker closed");
   const refilter = () => document.querySelectorAll("#log .line").forEach(applyLogFilter);
   $("#log-show").onchange = refilter;
   $("#log-text").oninput = refilter;
