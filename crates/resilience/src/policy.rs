@@ -29,6 +29,8 @@ pub struct Retry {
     pub jitter: f64,
     pub on: StatusSet,
     pub attempt_timeout: Option<Duration>,
+    /// Whether `on` names a status that can come after delivery.
+    after_delivery: bool,
 }
 
 #[derive(Debug)]
@@ -79,6 +81,7 @@ impl Policy {
                 jitter: r.jitter,
                 on: statuses(&r.on),
                 attempt_timeout: (r.attempt_timeout_ms > 0).then(|| ms(r.attempt_timeout_ms)),
+                after_delivery: statuses(&r.on).meets(StatusSet::of(AFTER_DELIVERY)),
             }),
             breaker: c.circuit_breaker.as_ref().map(|b| BreakerSettings {
                 consecutive_failures: b.consecutive_failures,
@@ -114,8 +117,9 @@ impl Retry {
 
     /// Whether a retry may need the request after it left the core: a
     /// status that can come back after delivery is retried.
+    #[inline]
     pub fn needs_copy(&self) -> bool {
-        self.on.meets(StatusSet::of(AFTER_DELIVERY))
+        self.after_delivery
     }
 
     /// The wait before retry number `retry` (1 for the first), drawn with

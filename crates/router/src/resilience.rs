@@ -431,10 +431,10 @@ impl Core {
 
     /// What the policy of `r`'s name says before it goes to `dest` (chosen
     /// by `pattern`).
-    pub(crate) fn plan(&mut self, r: &Route<'_>, dest: InstanceId, pattern: &Rc<str>) -> Plan {
+    pub(crate) fn plan(&mut self, r: &Route<'_>, dest: InstanceId, pattern: &Rc<str>, sender_pseudo: bool) -> Plan {
         let now = self.now;
-        let outlier_only = self.sent_by_pseudo(r.sender);
-        let to_pseudo = self.instances.get(&dest).is_some_and(|i| i.endpoint.is_pseudo());
+        let outlier_only = sender_pseudo;
+        let instances = &self.instances;
         let Some(res) = self.resilience.as_deref_mut() else { return Plan::Plain };
         let policy = match res.resolved.take() {
             Some((tid, index)) if tid == r.trans_id => index.and_then(|i| res.policies.get(i)),
@@ -473,7 +473,7 @@ impl Core {
             }
             // Another shard or node may answer NO_SERVICE or QUEUE_FULL
             // after the request left here: keep it for those too.
-            if retry.needs_copy() || to_pseudo {
+            if retry.needs_copy() || instances.get(&dest).is_some_and(|i| i.endpoint.is_pseudo()) {
                 res.keep_copy(r);
             } else if !res.copies.is_empty() {
                 res.drop_copy(&r.trans_id);
@@ -523,7 +523,6 @@ impl Core {
         dest: InstanceId,
     ) -> bool {
         let now = self.now;
-        let near = self.instances.get(&dest).is_some_and(|i| !i.endpoint.is_pseudo());
         let Some(res) = self.resilience.as_deref_mut() else { return false };
         let track = f.track;
         if track.generation != res.generation {
@@ -534,6 +533,28 @@ impl Core {
             res.forget(&tid);
             return false;
         };
+        if status == Status::Ok {
+            // The common case, kept short: the breaker and the instance
+            // hear of a success; nothing is retried.
+            let policy = &t.policy;
+            if let (false, Some(s), Some(b)) = (track.outlier_only, &policy.breaker, &mut t.breaker) {
+                b.record(s, false, track.probe, now);
+            }
+            if policy.outlier.is_some() {
+                if !res.outliers.is_empty() {
+                    res.outliers.remove(&dest);
+                }
+                if !res.ejected.is_empty() {
+                    res.ejected.remove(&dest);
+                }
+            }
+            res.stats.recovered += (track.attempt > 0) as u64;
+            res.forget(&tid);
+            return false;
+        }
+        let near = self.instances.get(&dest).is_some_and(|i| !i.endpoint.is_pseudo());
+        let Some(res) = self.resilience.as_deref_mut() else { return false };
+        let Some(t) = res.targets.get_mut(track.target as usize) else { return false };
         let policy = t.policy.clone();
         let pattern = t.pattern.clone();
         let failed = status != Status::Ok;

@@ -8,6 +8,7 @@ use crate::held::Held;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
 use crate::registry::{InstanceId, PatternEntry};
+use crate::resilience::Track;
 use crate::shards::mirror::Mirror;
 use crate::state::{Core, InFlight};
 use crate::RouteError;
@@ -102,6 +103,9 @@ struct Chosen {
     how: DestRefresh,
     /// The pattern it was chosen by.
     pattern: Rc<str>,
+    /// Its sender is another shard or node (whose own shard applies the
+    /// sender's policies: `resilience`).
+    sender_pseudo: bool,
 }
 
 /// The in-flight entry of a request accepted now for `dest` (0: parked).
@@ -571,7 +575,9 @@ impl Core {
             Selected::Instance(chosen) if self.resilience.is_some() => {
                 return self.route_planned(r, rerouted, timeout_ms, chosen)
             }
-            Selected::Instance(chosen) => return self.deliver_or_queue(r, rerouted, timeout_ms, chosen),
+            Selected::Instance(chosen) => {
+                return self.deliver_or_queue(r, rerouted, timeout_ms, chosen, Track::default())
+            }
             Selected::NoSubscriber => {
                 if r.wait_for_service && self.now < r.deadline {
                     return self.park_for_subscriber(r, rerouted, timeout_ms, false);
@@ -593,17 +599,17 @@ impl Core {
         // re-routed it may go on, closest first.
         // The same for a request from another shard: it is served on this
         // shard (or sent on to another node, never to a third shard).
-        let (how, from) = match self.instances.get(&r.sender) {
+        let (how, from, sender_pseudo) = match self.instances.get(&r.sender) {
             Some(i) => match i.endpoint {
-                Endpoint::Remote(_) | Endpoint::Shard(_) if rerouted => (DestRefresh::ImmediateClosest, None),
+                Endpoint::Remote(_) | Endpoint::Shard(_) if rerouted => (DestRefresh::ImmediateClosest, None, true),
                 Endpoint::Remote(_) | Endpoint::Shard(_) if r.flags & REQUEST_MCAST != 0 => {
-                    (DestRefresh::RoundRobin, Some(distance(&self.instances, &r.sender)))
+                    (DestRefresh::RoundRobin, Some(distance(&self.instances, &r.sender)), true)
                 }
-                Endpoint::Shard(_) => (policy.unwrap_or(i.options.dest_refresh), Some(Distance::Shard)),
-                Endpoint::Remote(_) => (i.options.dest_refresh, Some(Distance::Node)),
-                _ => (i.options.dest_refresh, None),
+                Endpoint::Shard(_) => (policy.unwrap_or(i.options.dest_refresh), Some(Distance::Shard), true),
+                Endpoint::Remote(_) => (i.options.dest_refresh, Some(Distance::Node), true),
+                _ => (i.options.dest_refresh, None, false),
             },
-            None => (DestRefresh::ImmediateClosest, None),
+            None => (DestRefresh::ImmediateClosest, None, false),
         };
         let exclude = crate::rules::excluded(&self.instances, r.sender);
         // A pattern only the excluded sender serves has no subscriber for it.
@@ -667,7 +673,9 @@ impl Core {
             }
         }
         match chosen {
-            Some((dest, target)) => Selected::Instance(Chosen { dest, target, how, pattern: entry.pattern.clone() }),
+            Some((dest, target)) => {
+                Selected::Instance(Chosen { dest, target, how, pattern: entry.pattern.clone(), sender_pseudo })
+            }
             None => Selected::NoneFits(how),
         }
     }
@@ -704,8 +712,8 @@ impl Core {
     /// to its outcome (`resilience`).
     fn route_planned(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32, chosen: Chosen) {
         let tid = r.trans_id;
-        match self.plan(r, chosen.dest, &chosen.pattern) {
-            crate::resilience::Plan::Plain => self.deliver_or_queue(r, rerouted, timeout_ms, chosen),
+        match self.plan(r, chosen.dest, &chosen.pattern, chosen.sender_pseudo) {
+            crate::resilience::Plan::Plain => self.deliver_or_queue(r, rerouted, timeout_ms, chosen, Track::default()),
             crate::resilience::Plan::Refused(msg) => {
                 self.stats.unavailable += 1;
                 self.fail_now(r, rerouted, Status::Unavailable, msg)
@@ -719,11 +727,10 @@ impl Core {
                     }
                     None => r,
                 };
-                self.deliver_or_queue(attempt, rerouted, timeout_ms, chosen);
-                // Not when it was refused and now waits for a retry (dest 0).
-                if let Some(f) = self.inflight.get_mut(&tid).filter(|f| f.dest != 0) {
-                    f.track = track;
-                    if let Some(deadline) = shorter {
+                self.deliver_or_queue(attempt, rerouted, timeout_ms, chosen, track);
+                if let Some(deadline) = shorter {
+                    // Not when it was refused and now waits for a retry (dest 0).
+                    if let Some(f) = self.inflight.get_mut(&tid).filter(|f| f.dest != 0) {
                         f.accepted = accepted_at(r.deadline, timeout_ms).min(f.accepted);
                         if rerouted {
                             f.deadline = deadline;
@@ -738,8 +745,8 @@ impl Core {
     /// Delivers `r` to the instance selected, or queues it there when the
     /// instance's window is full (bounded: `queue_room`).
     #[inline]
-    fn deliver_or_queue(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32, chosen: Chosen) {
-        let Chosen { dest, target, how, pattern } = chosen;
+    fn deliver_or_queue(&mut self, r: &Route<'_>, rerouted: bool, timeout_ms: u32, chosen: Chosen, track: Track) {
+        let Chosen { dest, target, how, pattern, .. } = chosen;
         let Some(inst) = self.instances.get(&dest) else {
             return self.fail(r, rerouted, Status::NoService, format!("no instance left for '{}'", r.name));
         };
@@ -767,10 +774,11 @@ impl Core {
             if let Some(f) = self.inflight.get_mut(&r.trans_id) {
                 f.dest = dest;
                 f.held = Held::No;
+                f.track = track;
             }
         } else {
             self.arm_timer(r.trans_id, r.deadline);
-            self.inflight.insert(r.trans_id, in_flight(r, dest, timeout_ms));
+            self.inflight.insert(r.trans_id, InFlight { track, ..in_flight(r, dest, timeout_ms) });
         }
         let node = self.limits.node_id;
         // Another shard picks among its instances as this sender asked
