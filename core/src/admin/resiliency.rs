@@ -11,8 +11,9 @@ use hyper::StatusCode;
 use serde_json::{json, Value};
 
 pub async fn get(ctx: &AdminContext) -> Answer {
-    // Every shard runs the same policies: with none, nothing to ask them.
-    if !ctx.core.borrow().has_policies() {
+    // Every shard runs the same policies: with none (and no instance
+    // probed here), nothing to ask them.
+    if !ctx.core.borrow().has_policies() && ctx.core.borrow().health_report().is_none() {
         let none = ResilienceTotals::default();
         let mut v = view(&none);
         v["policies"] = json!([]);
@@ -63,6 +64,7 @@ pub fn view(t: &ResilienceTotals) -> Value {
                 "label": e.label,
                 "back_in_ms": e.back_in_ms,
                 "ejections": e.ejections,
+                "why": e.why,
                 "shard": shard,
             })
         })

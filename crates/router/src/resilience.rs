@@ -297,6 +297,9 @@ pub struct EjectedReport {
     pub back_in_ms: u64,
     /// Ejections since its last success.
     pub ejections: u32,
+    /// "outlier" (its run of failures), or "health" (its failed health
+    /// probes: out until one succeeds, `back_in_ms` 0).
+    pub why: &'static str,
 }
 
 /// One shard's view of its policies: counters, breakers, ejections.
@@ -371,8 +374,21 @@ impl Core {
         n
     }
 
+    /// The report of the policies and the health probes of this shard;
+    /// None when it has neither.
     pub fn resilience_report(&self) -> Option<ResilienceReport> {
-        let r = self.resilience.as_ref()?;
+        let unhealthy = self.health_report().map(|h| h.unhealthy).unwrap_or_default();
+        let probed = unhealthy.into_iter().map(|(instance, label)| EjectedReport {
+            instance,
+            label,
+            back_in_ms: 0,
+            ejections: 0,
+            why: "health",
+        });
+        let Some(r) = self.resilience.as_ref() else {
+            let ejected: Vec<EjectedReport> = probed.collect();
+            return (self.health.is_some()).then(|| ResilienceReport { ejected, ..Default::default() });
+        };
         let now = self.now;
         let breakers = r
             .targets
@@ -400,7 +416,9 @@ impl Core {
                 label: self.instances.get(id).map_or_else(String::new, |i| i.label.clone()),
                 back_in_ms: until.saturating_duration_since(now).as_millis() as u64,
                 ejections: r.outliers.get(id).map_or(0, Outlier::ejections),
+                why: "outlier",
             })
+            .chain(probed)
             .collect();
         Some(ResilienceReport {
             stats: r.stats,

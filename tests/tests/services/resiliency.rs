@@ -157,8 +157,10 @@ fn an_instance_failing_its_health_probes_leaves_selection_until_one_succeeds() {
     let dir = TempDir::new();
     let (good, sick, stop) = (dir.0.join("good"), dir.0.join("sick"), dir.0.join("stop"));
     std::fs::write(&good, "").unwrap();
+    let admin = free_port();
     let core = Core::start(
         Config::new()
+            .admin("port", admin)
             .unmanaged("health", "{ pattern = \"health\", interval_ms = 150, timeout_ms = 100, threshold = 2 }"),
     );
     probed_instance(core.socket_str(), "good", good.clone(), stop.clone());
@@ -167,6 +169,9 @@ fn an_instance_failing_its_health_probes_leaves_selection_until_one_succeeds() {
     core.wait_lines(&["failed 2 health probes in a row", "out of selection"], 1, Duration::from_secs(10));
     let by = answers_by_tag(&mut api, 100);
     assert_eq!(by.get("good"), Some(&100), "{by:?}");
+    let view: serde_json::Value = serde_json::from_str(&admin_get(admin, "/v1/resiliency")).unwrap();
+    let out = view["ejected"].as_array().unwrap();
+    assert!(out.len() == 1 && out[0]["why"] == "health", "the admin API shows it: {view}");
     std::fs::write(&sick, "").unwrap();
     core.wait_lines(&["answered its health probe: back in selection"], 1, Duration::from_secs(10));
     let by = answers_by_tag(&mut api, 200);
