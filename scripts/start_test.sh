@@ -43,10 +43,14 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 base="http://127.0.0.1:$gw/tests/http_req"
 # -m: the background start.sh gets SIGINT (a script's background jobs
-# otherwise ignore it, and start.sh could not trap it)
+# otherwise ignore it, and start.sh could not trap it). SIGINT is also set
+# back to its default first: a shell that finds it ignored when it starts
+# (this test run from a background job, under nohup) can never trap it, and
+# start.sh would wait on for a Ctrl-C a terminal would deliver.
 set -m
 CUMULO_START_LATER=$later CUMULO_START_GATEWAY_PORT=$gw CUMULO_START_ADMIN_PORT=$admin \
-    bash start.sh >"$log" 2>&1 &
+    python3 -c 'import os, signal; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp("bash", ["bash", "start.sh"])' \
+    >"$log" 2>&1 &
 pid=$!
 set +m
 started=$SECONDS
