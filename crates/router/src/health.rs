@@ -61,25 +61,30 @@ impl Core {
     /// Sends the probes that are due (the node calls it every 100 ms).
     pub fn health_tick(&mut self) {
         let now = self.refresh_now();
-        let due: Vec<(InstanceId, String, Duration, Duration)> = self
+        // (instance, interval, timeout) of every instance probed: no
+        // allocation per instance, the probe's name is made when one is due.
+        let probed: Vec<(InstanceId, Duration, Duration)> = self
             .instances
             .values()
             .filter(|i| matches!(i.endpoint, Endpoint::Socket(_) | Endpoint::Internal(_)) && !i.retiring)
             .filter_map(|i| {
                 let h = i.options.health.as_ref()?;
-                let name = format!("{}{}", i.prefix, h.pattern);
-                let every = Duration::from_millis(h.interval_ms as u64);
-                Some((i.id, name, every, Duration::from_millis(h.timeout_ms as u64)))
+                Some((i.id, Duration::from_millis(h.interval_ms as u64), Duration::from_millis(h.timeout_ms as u64)))
             })
             .collect();
-        if due.is_empty() && self.health.is_none() {
+        if probed.is_empty() && self.health.is_none() {
             return;
         }
         let health = self.health.get_or_insert_with(Box::default);
-        let probed: AHashSet<InstanceId> = due.iter().map(|d| d.0).collect();
-        health.instances.retain(|id, _| probed.contains(id));
-        health.unhealthy.retain(|id| probed.contains(id));
-        for (id, name, every, timeout) in due {
+        // An instance that left is forgotten as it leaves (`forget_probed`):
+        // one that is still here but no longer probed (its options changed)
+        // leaves more entries than probed instances.
+        if health.instances.len() > probed.len() {
+            let ids: AHashSet<InstanceId> = probed.iter().map(|p| p.0).collect();
+            health.instances.retain(|id, _| ids.contains(id));
+            health.unhealthy.retain(|id| ids.contains(id));
+        }
+        for (id, every, timeout) in probed {
             let health = self.health.as_deref_mut().expect("made above");
             // The first probe an interval after the instance is seen.
             let p = health.instances.entry(id).or_insert(Probed { next_at: now + every, failures: 0 });
@@ -87,6 +92,9 @@ impl Core {
                 continue;
             }
             p.next_at = now + every;
+            let Some(inst) = self.instances.get(&id) else { continue };
+            let Some(h) = inst.options.health.as_ref() else { continue };
+            let name = format!("{}{}", inst.prefix, h.pattern);
             if self.registry.count(&name, id) == 0 {
                 continue; // it does not subscribe the name: not probed
             }
@@ -158,7 +166,7 @@ impl Core {
         else {
             return;
         };
-        let label = self.instances.get(&id).map_or_else(String::new, |i| i.label.clone());
+        let label = self.instances.get(&id).map_or("an instance", |i| i.label.as_str());
         let Some(health) = self.health.as_deref_mut() else { return };
         let Some(p) = health.instances.get_mut(&id) else { return };
         if ok {

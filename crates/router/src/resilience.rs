@@ -33,9 +33,10 @@ use cumulo_resilience::{Admission, Breaker, BreakerState, Outlier, Policies, Pol
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// Bytes of request copies kept for retries after delivery, at most: past
-/// it a request goes without a copy (it is still retried for what fails
-/// before delivery, never for what fails after).
+/// Bytes of requests kept for retries, at most: copies of requests out
+/// at an instance, and requests waiting out a backoff. Past it a request
+/// goes without a copy, or is answered instead of waiting for a retry
+/// (counted as `uncopied`).
 pub const MAX_COPY_BYTES: usize = 64 * 1024 * 1024;
 /// Requests from another shard or node that failed at an instance here,
 /// remembered so that their retry (the same trans_id, sent again) goes to
@@ -103,6 +104,8 @@ struct Waiting {
     attempt: u8,
     /// The request's timeout, as its in-flight entry had it.
     timeout_ms: u32,
+    /// What it weighs against `MAX_COPY_BYTES`.
+    bytes: usize,
 }
 
 /// A request kept while it is out, for a retry after delivery.
@@ -254,7 +257,9 @@ impl Resilience {
             self.drop_copy(tid);
         }
         if !self.waiting.is_empty() {
-            self.waiting.remove(tid);
+            if let Some(w) = self.waiting.remove(tid) {
+                self.copy_bytes -= w.bytes;
+            }
         }
     }
 
@@ -634,26 +639,48 @@ impl Core {
             return false;
         };
         let Some(request) = res.drop_copy(&tid) else { return false };
-        res.stats.retries += 1;
         res.targets[track.target as usize].counts.retries += 1;
         tracing::debug!("retrying {tid} to '{}' in {:?} after {status}", request.name, at - now);
-        res.waiting
-            .insert(tid, Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms: f.timeout_ms });
-        let sender = f.sender;
-        self.inflight.insert(
-            tid,
-            crate::state::InFlight {
-                sender,
-                dest: 0,
-                deadline: until,
-                accepted: f.accepted,
-                timeout_ms: f.timeout_ms,
-                flags: f.flags,
-                held: crate::held::Held::No,
-                for_restart: false,
-                track: Track::default(),
-            },
-        );
+        let (sender, flags, accepted, timeout_ms) = (f.sender, f.flags, f.accepted, f.timeout_ms);
+        let w = Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms, bytes: 0 };
+        self.wait_for_retry(tid, w, sender, flags, accepted, until)
+    }
+
+    /// Keeps request `tid` in flight, parked until its retry at `w.at`
+    /// (and answered TIMEOUT at `until` should it still wait then). False
+    /// when the kept requests' bytes would pass `MAX_COPY_BYTES`: then it
+    /// is not retried.
+    fn wait_for_retry(
+        &mut self,
+        tid: TransId,
+        mut w: Waiting,
+        sender: InstanceId,
+        flags: u8,
+        accepted: Instant,
+        until: Instant,
+    ) -> bool {
+        let Some(res) = self.resilience.as_deref_mut() else { return false };
+        w.bytes = crate::held::weight(&w.request.name, &w.request.request_info, &w.request.request);
+        if res.copy_bytes + w.bytes > MAX_COPY_BYTES {
+            res.stats.uncopied += 1;
+            return false;
+        }
+        res.copy_bytes += w.bytes;
+        res.stats.retries += 1;
+        let (at, timeout_ms) = (w.at, w.timeout_ms);
+        res.waiting.insert(tid, w);
+        let f = crate::state::InFlight {
+            sender,
+            dest: 0,
+            deadline: until,
+            accepted,
+            timeout_ms,
+            flags,
+            held: crate::held::Held::No,
+            for_restart: false,
+            track: Track::default(),
+        };
+        self.inflight.insert(tid, f);
         self.arm_timer(tid, until);
         self.arm_timer(tid, at);
         true
@@ -690,6 +717,7 @@ impl Core {
     pub(crate) fn fire_retry(&mut self, tid: TransId) {
         let Some(res) = self.resilience.as_deref_mut() else { return };
         let Some(w) = res.waiting.remove(&tid) else { return };
+        res.copy_bytes -= w.bytes;
         if !self.inflight.contains_key(&tid) {
             return; // answered meanwhile (a late answer of the last attempt)
         }
@@ -718,7 +746,8 @@ impl Core {
         let before = r.copies.len();
         r.copies.retain(|tid, _| inflight.contains_key(tid));
         if r.copies.len() != before {
-            r.copy_bytes = r.copies.values().map(|c| c.bytes).sum();
+            r.copy_bytes =
+                r.copies.values().map(|c| c.bytes).sum::<usize>() + r.waiting.values().map(|w| w.bytes).sum::<usize>();
         }
     }
 
@@ -726,6 +755,7 @@ impl Core {
     pub(crate) fn drop_waiting_retries(&mut self) {
         let Some(r) = self.resilience.as_deref_mut() else { return };
         let waiting: Vec<TransId> = r.waiting.drain().map(|(t, _)| t).collect();
+        r.copy_bytes = r.copies.values().map(|c| c.bytes).sum();
         for tid in waiting {
             if let Some(f) = self.inflight.remove(&tid) {
                 self.respond(f.sender, &tid, Status::ShuttingDown, b"", b"the core is shutting down");
@@ -762,30 +792,12 @@ impl Core {
             return false;
         }
         res.drop_copy(&r.trans_id);
-        res.stats.retries += 1;
-        let request = r.to_owned(None);
-        res.waiting.insert(r.trans_id, Waiting { at, request, avoid, attempt: r.attempt + 1, timeout_ms });
         let accepted = match self.inflight.get(&r.trans_id) {
             Some(f) => f.accepted,
             None => until.checked_sub(Duration::from_millis(timeout_ms as u64)).unwrap_or(now),
         };
-        self.inflight.insert(
-            r.trans_id,
-            crate::state::InFlight {
-                sender: r.sender,
-                dest: 0,
-                deadline: until,
-                accepted,
-                timeout_ms,
-                flags: r.flags,
-                held: crate::held::Held::No,
-                for_restart: false,
-                track: Track::default(),
-            },
-        );
-        self.arm_timer(r.trans_id, until);
-        self.arm_timer(r.trans_id, at);
-        true
+        let w = Waiting { at, request: r.to_owned(None), avoid, attempt: r.attempt + 1, timeout_ms, bytes: 0 };
+        self.wait_for_retry(r.trans_id, w, r.sender, r.flags, accepted, until)
     }
 }
 
