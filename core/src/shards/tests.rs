@@ -997,3 +997,43 @@ fn policies_set_and_breakers_reset_on_shard_zero_reach_the_other_shard() {
         assert!(gather(&a, &la).await.resilience().is_none());
     });
 }
+
+/// A request that reaches a shard after a service's instance subscribed on
+/// another shard, but before this shard's copy of that subscription, waits
+/// the moment the copy takes instead of failing NO_SERVICE; a name the
+/// service does not serve is NO_SERVICE once that moment has passed.
+#[test]
+fn a_request_racing_a_new_subscription_on_another_shard_waits_for_its_copy() {
+    crate::fuzzing::run_unpaused(async {
+        let (a, b) = two_shards();
+        a.borrow().availability().register(7, "/s/").slot_added(cumulo_router::SlotPhase::Running);
+        process_slot(&a, "t0", 0, 1);
+        let out = Outbox::new(1 << 20);
+        let id = a.borrow_mut().admit("t0", "/s/", 0, 4, Endpoint::Socket(out.clone())).expect("admitted").id;
+        let node = a.borrow().limits().node_id;
+        let service = Client { core: a.clone(), id, out, ids: RefCell::new(TransIdGen::new(node, id)) };
+        // Subscribed on shard 0; shard 1 learns of it once its task runs.
+        service.subscribe("x");
+        let client = Client::connect(&b, "/c/", 4);
+        assert!(b.borrow_mut().registry_mut().lookup("/s/x").is_none(), "not yet on shard 1");
+        let raced = client.send("/s/x", b"raced", 5000, 0);
+        let typo = client.send("/s/nothing", b"", 5000, 0);
+        assert!(client.responses().is_empty(), "neither is NO_SERVICE at once");
+        let started = Instant::now();
+        let mut requests = Vec::new();
+        until("the raced request delivered", || {
+            requests.extend(service.requests());
+            requests.iter().any(|g| g.trans_id == raced)
+        })
+        .await;
+        let mut got = Vec::new();
+        until("the unserved name answered", || {
+            got.extend(client.responses());
+            got.iter().any(|g| g.trans_id == typo)
+        })
+        .await;
+        let answer = got.iter().find(|g| g.trans_id == typo).unwrap();
+        assert_eq!(answer.status, Status::NoService.code());
+        assert!(started.elapsed() < Duration::from_secs(2), "looked at again, not held to its timeout");
+    });
+}

@@ -60,6 +60,13 @@ pub struct ServiceLive {
 /// it exit.
 const SETTLE: Duration = Duration::from_secs(2);
 
+/// An instance that has just subscribed its first pattern subscribes the
+/// rest within milliseconds, and the other shards learn of each pattern a
+/// moment later (their mirror). A request for a name under its prefix that
+/// finds no subscriber within this long of that change looks again at the
+/// end of it (`Verdict::Recheck`) before it is NO_SERVICE.
+const SUBSCRIBING: Duration = Duration::from_millis(250);
+
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 
 fn now_ms() -> u64 {
@@ -104,7 +111,9 @@ impl ServiceLive {
     /// subscribes, gets.
     fn verdict(&self, now_ms: u64) -> Verdict {
         if self.serving.load(Ordering::Relaxed) > 0 {
-            return Verdict::NoService;
+            let since = now_ms.saturating_sub(self.changed_ms.load(Ordering::Relaxed));
+            let left = (SUBSCRIBING.as_millis() as u64).saturating_sub(since);
+            return if left > 0 { Verdict::Recheck(Duration::from_millis(left)) } else { Verdict::NoService };
         }
         if self.count(SlotPhase::Coming) > 0 {
             return Verdict::Wait;
@@ -138,6 +147,9 @@ pub(crate) enum Verdict {
     NoService,
     /// Its service's instance is coming: wait within the timeout.
     Wait,
+    /// Its service's instance began serving moments ago (`SUBSCRIBING`):
+    /// wait for the name this long at most, then look again.
+    Recheck(Duration),
     /// Its service is given up or stopped.
     Unavailable(String),
 }
@@ -228,7 +240,9 @@ mod tests {
         s.slot_added(SlotPhase::Running);
         assert_eq!(a.verdict("/api/users/get"), Verdict::NoService, "running, never subscribed: serves no names");
         a.serving_changed(1, true);
-        assert_eq!(a.verdict("/api/users/put"), Verdict::NoService);
+        assert!(matches!(a.verdict("/api/users/put"), Verdict::Recheck(left) if left <= SUBSCRIBING));
+        let later = now_ms() + SUBSCRIBING.as_millis() as u64;
+        assert_eq!(s.verdict(later), Verdict::NoService, "serving other names, settled");
         a.serving_changed(1, false);
         assert_eq!(a.verdict("/api/users/put"), Verdict::Wait, "its instance went away: it restarts");
         let later = now_ms() + SETTLE.as_millis() as u64;

@@ -137,6 +137,7 @@ impl Core {
                 flags: cumulo_proto::REQUEST_SYNC,
                 held: Held::No,
                 for_restart: false,
+                recheck: false,
                 track: Default::default(),
             },
         );

@@ -678,6 +678,7 @@ impl Core {
             flags,
             held: crate::held::Held::No,
             for_restart: false,
+            recheck: false,
             track: Track::default(),
         };
         self.inflight.insert(tid, f);

@@ -120,6 +120,7 @@ fn in_flight(r: &Route<'_>, dest: InstanceId, timeout_ms: u32) -> InFlight {
         flags: r.flags,
         held: Held::No,
         for_restart: false,
+        recheck: false,
         track: Default::default(),
     }
 }
@@ -703,6 +704,7 @@ impl Core {
         } else if let Some(f) = self.inflight.get_mut(&r.trans_id) {
             f.dest = 0;
             f.for_restart = for_restart;
+            f.recheck = false;
         }
         self.park(r.to_owned(None));
     }
@@ -839,6 +841,15 @@ impl Core {
                 Verdict::Wait if self.now < r.deadline => {
                     return self.park_for_subscriber(r, rerouted, timeout_ms, true);
                 }
+                Verdict::Recheck(left) if self.now < r.deadline => {
+                    self.park_for_subscriber(r, rerouted, timeout_ms, false);
+                    if let Some(f) = self.inflight.get_mut(&r.trans_id).filter(|f| f.dest == 0) {
+                        f.recheck = true;
+                        let at = (self.now + left).min(r.deadline);
+                        self.arm_timer(r.trans_id, at);
+                    }
+                    return;
+                }
                 Verdict::Unavailable(msg) => {
                     self.stats.unavailable += 1;
                     return self.fail(r, rerouted, Status::Unavailable, msg);
@@ -901,6 +912,21 @@ impl Core {
 
     /// A queued or parked request whose instance went away, or that now has a
     /// subscriber: route it again.
+    /// A request parked for a moment (`Verdict::Recheck`) that no
+    /// subscription took meanwhile: routed again, now NO_SERVICE unless its
+    /// name came to be subscribed.
+    pub(crate) fn recheck(&mut self, tid: TransId) {
+        let Some(f) = self.inflight.get_mut(&tid) else { return };
+        f.recheck = false;
+        if f.dest != 0 {
+            return;
+        }
+        let held = std::mem::replace(&mut f.held, Held::No);
+        if let Some(q) = self.unhold(held, 0) {
+            self.reroute(q);
+        }
+    }
+
     pub fn reroute(&mut self, q: OwnedRequest) {
         let timeout = self.inflight.get(&q.trans_id).map_or(0, |f| f.timeout_ms);
         self.route(&q.route(), true, timeout);
@@ -1099,6 +1125,7 @@ impl Core {
                 flags: REQUEST_MCAST,
                 held: Held::No,
                 for_restart: false,
+                recheck: false,
                 track,
             };
             self.inflight.insert(tid, f);

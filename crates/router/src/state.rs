@@ -76,6 +76,9 @@ pub struct InFlight {
     /// name, which is (re)starting (`availability`): if none comes within
     /// its timeout, it is UNAVAILABLE rather than TIMEOUT.
     pub for_restart: bool,
+    /// Parked for a moment only (`Verdict::Recheck`): its timer entry at the
+    /// end of that moment routes it again rather than expiring it.
+    pub recheck: bool,
     /// Its policy's hold on it, when one follows its outcome (`resilience`).
     pub track: crate::resilience::Track,
 }
@@ -603,7 +606,8 @@ impl Core {
             let inflight = &self.inflight;
             let retries = self.resilience.as_deref();
             self.timers.retain(|at, tid| {
-                inflight.get(tid).is_some_and(|f| f.deadline == at) || retries.is_some_and(|r| r.retry_due(tid, at))
+                inflight.get(tid).is_some_and(|f| f.deadline == at || f.recheck)
+                    || retries.is_some_and(|r| r.retry_due(tid, at))
             });
         }
         self.timers.arm(tid, deadline);
@@ -621,8 +625,11 @@ impl Core {
             // An entry outlives its request's answer, and a forward arms a
             // new, earlier one: only a request still in flight whose own
             // deadline has passed expires.
-            if self.inflight.get(&tid).is_some_and(|f| f.deadline <= now) {
+            let f = self.inflight.get(&tid);
+            if f.is_some_and(|f| f.deadline <= now) {
                 self.expire(tid);
+            } else if f.is_some_and(|f| f.recheck) {
+                self.recheck(tid);
             } else if self.resilience.as_deref().is_some_and(|r| r.retry_due(&tid, at)) {
                 self.fire_retry(tid);
             }
