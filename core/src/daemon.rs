@@ -237,10 +237,10 @@ pub fn check(cfg: &Config) -> anyhow::Result<()> {
 
 /// The TCP listener's TLS, when `core.tcp_tls_cert` is set: loaded now, so
 /// that a certificate that does not load stops the start.
-fn tcp_tls(c: &cumulo_config::CoreConfig) -> anyhow::Result<Option<crate::tls::Tls>> {
+fn tcp_tls(c: &cumulo_config::CoreConfig) -> anyhow::Result<Option<cumulo_tls::Tls>> {
     let (Some(cert), Some(key)) = (&c.tcp_tls_cert, &c.tcp_tls_key) else { return Ok(None) };
-    let files = crate::tls::Files { cert: cert.clone(), key: key.clone(), listener: crate::tls::Listener::Tcp };
-    crate::tls::Tls::new(files, c.tcp_tls_client_ca.as_deref()).map(Some).map_err(anyhow::Error::msg)
+    let files = cumulo_tls::Files { cert: cert.clone(), key: key.clone(), listener: cumulo_tls::Listener::Tcp };
+    cumulo_tls::Tls::new(files, c.tcp_tls_client_ca.as_deref()).map(Some).map_err(anyhow::Error::msg)
 }
 
 async fn bind_tcp(addr: &str, allow_remote: bool) -> anyhow::Result<tokio::net::TcpListener> {
@@ -262,7 +262,7 @@ async fn reload_on_hangup(reloader: Rc<std::cell::OnceCell<Rc<Reloader>>>) {
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     while hup.recv().await.is_some() {
         tracing::info!("SIGHUP: reloading the config file and the TLS certificates");
-        crate::tls::request_reload();
+        cumulo_tls::request_reload();
         match reloader.get() {
             // Its outcome is logged by `reload` itself.
             Some(r) => drop(r.reload().await),

@@ -30,4 +30,3 @@ pub mod listener;
 pub mod reload;
 pub mod shards;
 pub mod supervisor;
-mod tls;

@@ -4,7 +4,6 @@
 //! hands each to the routing code; the writer flushes the connection's outbox.
 
 use crate::shards::handoff::{Adoption, Order, StdSocket};
-use crate::tls::Tls;
 use cumulo_config::ServiceOptions;
 use cumulo_proto::{decode, next_frame_len, DecodeError, Frame, Status, LEN_PREFIX};
 use cumulo_router::CloseReason;
@@ -12,6 +11,7 @@ use cumulo_router::InstanceId;
 use cumulo_router::{Accepted, Shared, HUNG_AFTER_ROUNDS};
 use cumulo_router::{Endpoint, Outbox, Via};
 use cumulo_sys::Throttle;
+use cumulo_tls::Tls;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::rc::Rc;
@@ -105,7 +105,7 @@ async fn tls_connection(core: Shared, tls: Rc<Tls>, stream: TcpStream, peer: Pee
         Err(_) => return, // no session to write the refusal in
     };
     let timeout = core.borrow().limits().hello_timeout;
-    let why = match tokio::time::timeout(timeout, tls.acceptor.accept(stream)).await {
+    let why = match tokio::time::timeout(timeout, tls.accept(stream)).await {
         Ok(Ok(session)) => {
             drop(handshaking);
             return socket_connection(core, TlsSocket(session), peer).await;
@@ -123,7 +123,7 @@ async fn tls_connection(core: Shared, tls: Rc<Tls>, stream: TcpStream, peer: Pee
 /// socket stays registered with shard 0's runtime, whose reactor wakes the
 /// serving shard, which does the reading, writing and cryptography
 /// (tokio-rustls cannot take a session apart to rebuild it elsewhere).
-struct TlsSocket(tokio_rustls::server::TlsStream<TcpStream>);
+struct TlsSocket(cumulo_tls::ServerStream<TcpStream>);
 
 impl AsRawFd for TlsSocket {
     fn as_raw_fd(&self) -> RawFd {
@@ -246,8 +246,8 @@ impl Socket for UnixStream {
 }
 
 impl Socket for TlsSocket {
-    type R = tokio::io::ReadHalf<tokio_rustls::server::TlsStream<TcpStream>>;
-    type W = tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>;
+    type R = tokio::io::ReadHalf<cumulo_tls::ServerStream<TcpStream>>;
+    type W = tokio::io::WriteHalf<cumulo_tls::ServerStream<TcpStream>>;
     fn split(self) -> (Self::R, Self::W) {
         tokio::io::split(self.0)
     }

@@ -26,6 +26,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-sys", &[]),
     ("cumulo-pattern", &[]),
     ("cumulo-wal", &[]),
+    // Server-side TLS: certificates, their reload, the acceptor.
+    ("cumulo-tls", &[]),
     ("cumulo-config", &["cumulo-pattern", "cumulo-proto"]),
     ("cumulo-service", &["cumulo-proto"]),
     // The rules of resiliency policies: pure, no routing state.
@@ -63,6 +65,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "cumulo-router",
             "cumulo-service",
             "cumulo-sys",
+            "cumulo-tls",
         ],
     ),
 ];

@@ -37,7 +37,21 @@ pub fn websocket_table() -> Rc<WebSocketTable> {
 
 /// The HTTP gateways' TLS series of `GET /metrics` (handshake failures).
 pub fn render_tls_metrics(p: &mut cumulo_router::PromText) {
-    crate::tls::render(p);
+    use cumulo_tls::{handshake_failures, Listener};
+    let name = "cumulo_http_tls_handshake_failures_total";
+    p.header(
+        name,
+        "counter",
+        "TLS handshakes the HTTP gateways did not complete (not TLS, refused by either side, or past header_timeout_ms).",
+    );
+    p.sample(name, &[], handshake_failures(Listener::Http));
+    let name = "cumulo_tcp_tls_handshake_failures_total";
+    p.header(
+        name,
+        "counter",
+        "TLS handshakes the TCP listener for instances did not complete (not TLS, no or an unknown client certificate, or past core.hello_timeout).",
+    );
+    p.sample(name, &[], handshake_failures(Listener::Tcp));
 }
 
 /// A service built into the core. One value is created per instance

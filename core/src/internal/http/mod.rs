@@ -44,14 +44,14 @@ pub struct HttpGateway {
     access_log: Option<access_log::Sink>,
     /// Set when `tls_cert` and `tls_key` are: loaded now, so that a bad
     /// certificate stops the core at start like a bad port.
-    tls: Option<crate::tls::Tls>,
+    tls: Option<cumulo_tls::Tls>,
 }
 
 impl HttpGateway {
     pub fn from_settings(table: &toml::Table) -> Result<HttpGateway, String> {
         let mut settings = Settings::from_settings(table)?;
         let access_log = access_log::open_sink(&settings.access_log)?;
-        let tls = settings.tls.clone().map(|files| crate::tls::Tls::new(files, None)).transpose()?;
+        let tls = settings.tls.clone().map(|files| cumulo_tls::Tls::new(files, None)).transpose()?;
         let listener = bind(&settings)?;
         // Unset: the whole story on loopback (a developer's own machine),
         // hidden wherever the public may connect.

@@ -10,8 +10,8 @@ use super::gateway::{Gateway, SAFETY_MARGIN};
 use super::listening::{self, Listening};
 use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
-use crate::tls::Tls;
 use cumulo_sys::Throttle;
+use cumulo_tls::Tls;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -150,7 +150,7 @@ impl Secure {
     /// speaks plaintext, trusts another CA or stalls is closed; the
     /// listener goes on.
     async fn serve(self: Rc<Self>, conn: Connection, stream: TcpStream, remote: SocketAddr, stop: CancellationToken) {
-        let handshake = tokio::time::timeout(self.timeout, self.tls.acceptor.accept(stream));
+        let handshake = tokio::time::timeout(self.timeout, self.tls.accept(stream));
         let outcome = tokio::select! {
             r = handshake => r,
             () = stop.cancelled() => return,

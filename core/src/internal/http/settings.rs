@@ -75,7 +75,7 @@ pub struct Settings {
     /// Path prefixes that accept a WebSocket upgrade (websocket/settings.rs).
     pub websocket: Vec<super::websocket::PathSettings>,
     /// `tls_cert` and `tls_key`: the listener speaks only TLS (tls.rs).
-    pub tls: Option<crate::tls::Files>,
+    pub tls: Option<cumulo_tls::Files>,
     /// Adds the browser security headers a response does not set itself
     /// (security_headers.rs).
     pub security_headers: bool,
@@ -242,7 +242,7 @@ fn error_detail(t: &toml::Table) -> Result<Option<ErrorDetail>, String> {
     }
 }
 
-fn tls_files(t: &toml::Table) -> Result<Option<crate::tls::Files>, String> {
+fn tls_files(t: &toml::Table) -> Result<Option<cumulo_tls::Files>, String> {
     let path = |key: &str| match t.get(key) {
         None => Ok(None),
         Some(toml::Value::String(p)) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
@@ -250,7 +250,7 @@ fn tls_files(t: &toml::Table) -> Result<Option<crate::tls::Files>, String> {
     };
     match (path("tls_cert")?, path("tls_key")?) {
         (None, None) => Ok(None),
-        (Some(cert), Some(key)) => Ok(Some(crate::tls::Files { cert, key, listener: crate::tls::Listener::Http })),
+        (Some(cert), Some(key)) => Ok(Some(cumulo_tls::Files { cert, key, listener: cumulo_tls::Listener::Http })),
         _ => Err("http: settings.tls_cert and settings.tls_key go together: give both or neither".into()),
     }
 }
@@ -260,7 +260,7 @@ fn tls_files(t: &toml::Table) -> Result<Option<crate::tls::Files>, String> {
 pub fn check(table: &toml::Table) -> Result<(), String> {
     let s = Settings::from_settings(table)?;
     if let Some(files) = &s.tls {
-        crate::tls::load(files)?;
+        cumulo_tls::load(files)?;
     }
     listen_address(&s).map(drop)
 }
@@ -337,10 +337,10 @@ mod tests {
         let s = parse("tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\nsecurity_headers = true").unwrap();
         assert_eq!(
             s.tls,
-            Some(crate::tls::Files {
+            Some(cumulo_tls::Files {
                 cert: "/c.pem".into(),
                 key: "/k.pem".into(),
-                listener: crate::tls::Listener::Http
+                listener: cumulo_tls::Listener::Http
             })
         );
         assert!(s.security_headers);

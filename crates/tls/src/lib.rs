@@ -23,6 +23,9 @@ use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 use tokio_rustls::TlsAcceptor;
 
+/// A server-side TLS connection over `IO`, as the listeners hold one.
+pub type ServerStream<IO> = tokio_rustls::server::TlsStream<IO>;
+
 /// How often the watcher looks at the files' modification times: two
 /// `stat` calls, off the event loop.
 pub const RELOAD_POLL: Duration = Duration::from_secs(1);
@@ -85,22 +88,11 @@ pub fn request_reload() {
     RELOAD_REQUESTS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The `cumulo_*_tls_*` series of `GET /metrics`.
-pub fn render(p: &mut cumulo_router::PromText) {
-    let name = "cumulo_http_tls_handshake_failures_total";
-    p.header(
-        name,
-        "counter",
-        "TLS handshakes the HTTP gateways did not complete (not TLS, refused by either side, or past header_timeout_ms).",
-    );
-    p.sample(name, &[], HTTP_HANDSHAKE_FAILURES.load(Ordering::Relaxed));
-    let name = "cumulo_tcp_tls_handshake_failures_total";
-    p.header(
-        name,
-        "counter",
-        "TLS handshakes the TCP listener for instances did not complete (not TLS, no or an unknown client certificate, or past core.hello_timeout).",
-    );
-    p.sample(name, &[], TCP_HANDSHAKE_FAILURES.load(Ordering::Relaxed));
+/// TLS handshakes the listeners of this kind did not complete, since the
+/// process started (`cumulo_http_tls_handshake_failures_total`,
+/// `cumulo_tcp_tls_handshake_failures_total`).
+pub fn handshake_failures(listener: Listener) -> u64 {
+    listener.failures().load(Ordering::Relaxed)
 }
 
 /// The certificate and key files as configured (absolute once the config
@@ -144,7 +136,7 @@ fn certificates(path: &Path, setting: &str) -> Result<Vec<CertificateDer<'static
 
 /// The client certificate check of `core.tcp_tls_client_ca`: a certificate
 /// from one of the file's CAs is required.
-pub fn client_verifier(ca: &Path) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, String> {
+fn client_verifier(ca: &Path) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, String> {
     let setting = "core.tcp_tls_client_ca";
     let mut roots = RootCertStore::empty();
     for cert in certificates(ca, setting)? {
@@ -193,7 +185,7 @@ impl ResolvesServerCert for Certificate {
 /// One listener's TLS: the acceptor for its connections, and the watcher
 /// that keeps its certificate current.
 pub struct Tls {
-    pub acceptor: TlsAcceptor,
+    acceptor: TlsAcceptor,
     certificate: Arc<Certificate>,
     files: Files,
 }
@@ -217,6 +209,15 @@ impl Tls {
             config.alpn_protocols = vec![b"http/1.1".to_vec()];
         }
         Ok(Tls { acceptor: TlsAcceptor::from(Arc::new(config)), certificate, files })
+    }
+
+    /// The handshake of a new connection, under the certificate of the
+    /// moment.
+    pub fn accept<IO>(&self, stream: IO) -> tokio_rustls::Accept<IO>
+    where
+        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        self.acceptor.accept(stream)
     }
 
     pub fn listener(&self) -> Listener {
