@@ -15,7 +15,7 @@ use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-pub use crate::internal::http_fuzzing as http;
+pub use crate::internal::http;
 
 /// The filesystem service's parsers of names and `Range` headers.
 pub mod filesystem {
@@ -146,59 +146,13 @@ pub async fn http_session(
     }
 }
 
-/// Parses what a gateway wrote on a WebSocket after its 101: unmasked
-/// frames whose lengths fit, as (opcode, payload); or what is wrong.
-pub fn websocket_server_frames(b: &[u8]) -> Result<Vec<(u8, Vec<u8>)>, String> {
-    crate::internal::http_websocket::server_frames(b)
-}
-
-/// Checks a text message the gateway wrote under protocol "id": JSON (by
-/// the grammar: a lone surrogate escape such as `"\ud800"` is JSON, though
-/// `serde_json::Value` refuses it), an object whose "id" is null, a string
-/// or a number, with a "status" string (the answers are written by hand
-/// around the service's bytes, not serialized).
-pub fn websocket_protocol_answer(text: &[u8]) -> Result<(), String> {
-    #[derive(serde::Deserialize)]
-    struct Answer<'a> {
-        #[serde(borrow)]
-        id: &'a serde_json::value::RawValue,
-        status: String,
-    }
-    if text.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return Err("not a JSON object".into());
-    }
-    let a: Answer<'_> = serde_json::from_slice(text).map_err(|e| format!("not an answer: {e}"))?;
-    match a.id.get().as_bytes().first() {
-        _ if a.status.is_empty() => Err("an empty \"status\"".into()),
-        Some(b'n' | b'"' | b'-' | b'0'..=b'9') => Ok(()),
-        _ => Err(format!("\"id\" is {}", a.id.get())),
-    }
-}
+/// The gateway's checks of what it wrote on a WebSocket (fuzz targets).
+pub use cumulo_gateway::fuzzing::{server_frames as websocket_server_frames, websocket_protocol_answer};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use cumulo_proto::{decode, next_frame_len, Frame, Status, TransId, LEN_PREFIX};
-
-    #[test]
-    fn protocol_answers_are_checked() {
-        assert!(websocket_protocol_answer(br#"{"id":7,"status":"OK","response":{"a":1}}"#).is_ok());
-        assert!(websocket_protocol_answer(br#"{"id":null,"status":"BAD_MESSAGE","error":"x"}"#).is_ok());
-        for bad in [
-            &br#"{"status":"OK"}"#[..],
-            br#"{"id":[1],"status":"OK"}"#,
-            br#"{"id":true,"status":"OK"}"#,
-            br#"{"id":1}"#,
-            br#"{"id":1,"status":2}"#,
-            br#"{"id":1,"status":""}"#,
-            br#"[{"id":1,"status":"OK"}]"#,
-            br#"{"id":1,"status":"OK","response":"\u00"}"#,
-            b"{\"id\":1,",
-            b"text",
-        ] {
-            assert!(websocket_protocol_answer(bad).is_err(), "{bad:?}");
-        }
-    }
 
     fn frames(mut out: &[u8]) -> Vec<(u8, Vec<u8>)> {
         let mut v = Vec::new();

@@ -106,7 +106,7 @@ pub async fn render(ctx: &AdminContext) -> String {
         cumulo_cluster::render_metrics(&mut p, &core, &cluster.borrow());
     }
 
-    crate::internal::websocket_table().render(&mut p);
+    crate::internal::websocket_table().render(&mut p.out);
     crate::internal::render_tls_metrics(&mut p);
 
     let st = &reports.stats();

@@ -3,7 +3,7 @@
 
 use super::reply::{Answer, ApiError};
 use super::AdminContext;
-use crate::internal::http_websocket::CloseReason;
+use cumulo_gateway::CloseReason;
 use hyper::StatusCode;
 
 pub fn list(_: &AdminContext) -> Answer {

@@ -76,11 +76,6 @@ impl InternalApi {
         InternalApi::connect(&self.core, prefix, options, metrics, 0, self.process_index, 1, 1)
     }
 
-    /// The core's table of open WebSocket connections.
-    pub fn websocket_table(&self) -> Rc<crate::internal::WebSocketTable> {
-        crate::internal::websocket_table()
-    }
-
     pub fn instance_id(&self) -> InstanceId {
         self.id
     }
@@ -279,6 +274,18 @@ impl cumulo_service::ServiceApi for InternalApi {
     fn max_request(&self) -> usize {
         self.core.borrow().limits().max_frame as usize
     }
+    fn max_name(&self) -> usize {
+        InternalApi::max_name(self)
+    }
+    fn shard(&self) -> (u32, u32) {
+        InternalApi::shard(self)
+    }
+    fn open_sibling(&self, prefix: &str) -> Result<InternalApi, cumulo_service::ServiceError> {
+        InternalApi::open_sibling(self, prefix).map_err(Into::into)
+    }
+    fn take_file_handles(&self) {
+        InternalApi::take_file_handles(self)
+    }
     fn subscribe(&self, pattern: &str) -> Result<(), cumulo_service::ServiceError> {
         InternalApi::subscribe(self, pattern).map_err(Into::into)
     }
@@ -294,7 +301,13 @@ impl cumulo_service::ServiceApi for InternalApi {
     fn unsubscribe(&self, pattern: &str) -> Result<(), cumulo_service::ServiceError> {
         InternalApi::unsubscribe(self, pattern).map_err(Into::into)
     }
-    fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static {
+    fn call(
+        &self,
+        name: &str,
+        info: &[u8],
+        body: &[u8],
+        o: SendOptions,
+    ) -> impl Future<Output = Response> + 'static + use<> {
         InternalApi::call(self, name, info, body, o)
     }
     fn send_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId {

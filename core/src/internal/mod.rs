@@ -5,35 +5,20 @@
 
 mod api;
 mod echo;
-mod http;
-pub mod settings;
-
-pub use api::InternalApi;
+#[cfg(test)]
+mod gateway_tests;
 /// The gateway's entry points for fuzz targets and tests (see `crate::fuzzing`).
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
-pub use http::fuzzing as http_fuzzing;
-pub use http::share_ports_across_shards;
-/// Why a WebSocket connection ended (the admin API closes them).
-pub use http::websocket as http_websocket;
-pub use http::websocket::Table as WebSocketTable;
+pub mod http;
+pub mod settings;
+
+pub use api::InternalApi;
+pub use cumulo_gateway::share_ports_across_shards;
+pub use cumulo_gateway::websocket_table;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-
-thread_local! {
-    /// The open WebSocket connections of this shard's HTTP gateways (the
-    /// admin API lists and closes them, `/metrics` counts them). A shard is
-    /// a thread with one core, so the table is the thread's: the router
-    /// never sees it.
-    static WEBSOCKETS: Rc<WebSocketTable> = Rc::default();
-}
-
-/// This shard's table of open WebSocket connections.
-pub fn websocket_table() -> Rc<WebSocketTable> {
-    WEBSOCKETS.with(Rc::clone)
-}
 
 /// The HTTP gateways' TLS series of `GET /metrics` (handshake failures).
 pub fn render_tls_metrics(p: &mut cumulo_router::PromText) {
@@ -84,6 +69,8 @@ service_crates! {
     UdpBridge(cumulo_bridge::Udp);
     /// The cron service (crates/cron).
     Cron(cumulo_cron::Cron);
+    /// The HTTP gateway (crates/gateway).
+    Http(cumulo_gateway::HttpGateway);
     /// The filesystem service (crates/filesystem).
     Filesystem(cumulo_filesystem::Filesystem);
     /// Outgoing HTTP(S) requests by name (crates/http-client).
@@ -131,7 +118,7 @@ pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalServ
         "echo" => Ok(Box::new(echo::Echo::from_settings(settings)?)),
         "filesystem" => Ok(Box::new(Filesystem(cumulo_filesystem::Filesystem::from_settings(settings)?))),
         "health_check" => Ok(Box::new(HealthCheck(cumulo_health_check::HealthCheck::from_settings(settings)?))),
-        "http" => Ok(Box::new(http::HttpGateway::from_settings(settings)?)),
+        "http" => Ok(Box::new(Http(cumulo_gateway::HttpGateway::from_settings(settings)?))),
         "http_client" => Ok(Box::new(HttpClient(cumulo_http_client::HttpClient::from_settings(settings)?))),
         "request_rate" => Ok(Box::new(RequestRate(cumulo_loadgen::RequestRate::from_settings(settings)?))),
         "queue" if settings::is_jetstream_queue(settings) => Ok(Box::new(JetStreamQueue(

@@ -33,7 +33,7 @@ pub fn check_settings(name: &str, settings: &toml::Table) -> Result<(), String> 
         "echo" => echo_pattern(settings).map(drop),
         "filesystem" => cumulo_filesystem::check_settings(settings),
         "health_check" => cumulo_health_check::check_settings(settings),
-        "http" => super::http::settings::check(settings),
+        "http" => cumulo_gateway::check_settings(settings),
         "http_client" => cumulo_http_client::check_settings(settings),
         "request_rate" => cumulo_loadgen::check_request_rate_settings(settings),
         "queue" => cumulo_queue::check_settings(settings),

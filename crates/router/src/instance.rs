@@ -456,4 +456,7 @@ impl cumulo_service::Request for OwnedRequest {
     fn remaining_ms(&self) -> u32 {
         OwnedRequest::remaining_ms(self, std::time::Instant::now())
     }
+    fn take_body(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.request).into_vec()
+    }
 }

@@ -30,6 +30,11 @@ pub trait Request {
     fn trans_id(&self) -> TransId;
     /// Milliseconds left before its sender stops waiting (at least 1).
     fn remaining_ms(&self) -> u32;
+    /// Moves the body out (it is empty after), for a handler that passes it
+    /// on whole (a gateway pushing it to a WebSocket) and answers after.
+    fn take_body(&mut self) -> Vec<u8> {
+        self.body().to_vec()
+    }
 }
 
 /// The calls of one service instance. Everything runs on the core's event
@@ -45,6 +50,21 @@ pub trait ServiceApi {
     fn thread_count(&self) -> u32;
     /// The largest request the core carries (`core.max_frame`, less framing).
     fn max_request(&self) -> usize;
+    /// The longest service name the core accepts (`core.max_name`).
+    fn max_name(&self) -> usize;
+    /// The index of the shard (event-loop thread) this instance runs on,
+    /// and the number of shards (`core.threads`).
+    fn shard(&self) -> (u32, u32);
+    /// Another instance beside this one, with its options and counters but
+    /// outside any service, until it is dropped: a name of its own that any
+    /// service can send to (the HTTP gateway opens one per WebSocket
+    /// connection). `prefix` is prepended to what it subscribes.
+    fn open_sibling(&self, prefix: &str) -> Result<Self, ServiceError>
+    where
+        Self: Sized;
+    /// Says that this instance (an HTTP gateway) takes open files by handle
+    /// from a filesystem service of this process, instead of their bytes.
+    fn take_file_handles(&self);
 
     fn subscribe(&self, pattern: &str) -> Result<(), ServiceError>;
     /// Drops one subscription of `pattern` (subscriptions count).
@@ -58,7 +78,13 @@ pub trait ServiceApi {
     fn return_(&self, req: &Self::Request, status: Status, info: &[u8], body: &[u8]);
     /// Sends now (the arguments are copied) and returns the wait for the
     /// answer, which borrows nothing.
-    fn call(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static;
+    fn call(
+        &self,
+        name: &str,
+        info: &[u8],
+        body: &[u8],
+        o: SendOptions,
+    ) -> impl Future<Output = Response> + 'static + use<Self>;
     /// Sends and returns at once; the answer is collected with
     /// [`recv_async`](ServiceApi::recv_async).
     fn send_async(&self, name: &str, info: &[u8], body: &[u8], o: SendOptions) -> TransId;

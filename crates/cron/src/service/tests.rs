@@ -84,6 +84,16 @@ impl ServiceApi for FakeCore {
     fn max_request(&self) -> usize {
         1 << 20
     }
+    fn max_name(&self) -> usize {
+        4096
+    }
+    fn shard(&self) -> (u32, u32) {
+        (0, 1)
+    }
+    fn open_sibling(&self, _: &str) -> Result<FakeCore, ServiceError> {
+        Err(ServiceError::new(Status::InvalidArgument, "cron opens no sibling"))
+    }
+    fn take_file_handles(&self) {}
     fn subscribe(&self, _: &str) -> Result<(), ServiceError> {
         Ok(())
     }
@@ -101,7 +111,13 @@ impl ServiceApi for FakeCore {
         }
     }
     fn return_(&self, _: &NoRequest, _: Status, _: &[u8], _: &[u8]) {}
-    fn call(&self, name: &str, i: &[u8], body: &[u8], o: SendOptions) -> impl Future<Output = Response> + 'static {
+    fn call(
+        &self,
+        name: &str,
+        i: &[u8],
+        body: &[u8],
+        o: SendOptions,
+    ) -> impl Future<Output = Response> + 'static + use<> {
         self.record(false, name, i, body, o);
         let r = self.answer();
         async move { r }

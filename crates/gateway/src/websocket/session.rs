@@ -11,11 +11,9 @@ use super::protocol;
 use super::settings::{PathSettings, Protocol};
 use super::table::{add, CloseReason, Entry, Table};
 use super::UniqueNames;
-use crate::internal::api::SendOptions;
-use crate::internal::InternalApi;
 use bytes::Bytes;
 use cumulo_proto::{info, Status};
-use cumulo_router::OwnedRequest;
+use cumulo_service::{Request as _, SendOptions, ServiceApi};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
 use std::future::{poll_fn, Future};
@@ -56,8 +54,8 @@ const READ_CHUNK: usize = 4 * 1024;
 /// the core's CPU per message; 64 rounds measured the same as 32).
 const HOLD_ROUNDS: u32 = 32;
 
-pub struct Session {
-    pub api: Rc<InternalApi>,
+pub struct Session<A> {
+    pub api: Rc<A>,
     pub cfg: Rc<PathSettings>,
     pub entry: Rc<Entry>,
     pub table: Rc<Table>,
@@ -71,10 +69,10 @@ pub struct Session {
     pub request_name: String,
     pub name: String,
     pub stopping: CancellationToken,
-    pub unique: Rc<UniqueNames>,
+    pub unique: Rc<UniqueNames<A>>,
 }
 
-impl Session {
+impl<A: ServiceApi + 'static> Session<A> {
     pub async fn run<S>(self, io: S)
     where
         S: AsyncRead + AsyncWrite + Unpin + 'static,
@@ -135,7 +133,7 @@ impl Session {
         let Some(to) = &self.cfg.connect_name else { return };
         let o = SendOptions { timeout_ms: self.cfg.timeout_ms, priority: 0, wait_for_service: false };
         let limit = Duration::from_millis(self.cfg.timeout_ms as u64) + SAFETY_MARGIN;
-        match tokio::time::timeout(limit, self.api.send_sync(to, &self.base_info, b"", o)).await {
+        match tokio::time::timeout(limit, self.api.call(to, &self.base_info, b"", o)).await {
             Ok(a) if a.status == Status::Ok && !a.response.is_empty() => {
                 out.push(to_message(a.response, false));
             }
@@ -264,11 +262,11 @@ impl Session {
     /// the browser (text if it is UTF-8, unless request_info says
     /// `websocket_frame` = `binary`), and the sender gets an empty OK once
     /// it is queued.
-    fn push(&self, mut r: OwnedRequest, out: &Outgoing) {
+    fn push(&self, mut r: A::Request, out: &Outgoing) {
         add(&self.table.counters.pushes, 1);
-        let binary = info::get(&r.request_info, b"websocket_frame") == Some(b"binary");
+        let binary = info::get(r.request_info(), b"websocket_frame") == Some(b"binary");
         // The body moves into the message; only the trans_id is needed after.
-        let body = std::mem::take(&mut r.request).into_vec();
+        let body = r.take_body();
         if out.push(to_message(body, binary)) {
             self.api.return_(&r, Status::Ok, b"", b"");
         } else {
@@ -311,7 +309,7 @@ impl Session {
             let name = &self.request_name;
             let limit = Duration::from_millis(o.timeout_ms as u64) + SAFETY_MARGIN;
             let info = info.as_deref().unwrap_or(base);
-            let (status, response) = match tokio::time::timeout(limit, self.api.send_sync(name, info, &body, o)).await {
+            let (status, response) = match tokio::time::timeout(limit, self.api.call(name, info, &body, o)).await {
                 Ok(a) => (a.status, a.response),
                 Err(_) => (Status::Timeout, format!("no answer from '{name}' in time").into_bytes()),
             };

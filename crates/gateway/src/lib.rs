@@ -24,15 +24,16 @@ mod request;
 mod response;
 mod security_headers;
 mod server;
-pub(super) mod settings;
-pub mod websocket;
+mod settings;
+mod websocket;
 
-use super::{InternalApi, InternalService};
+use cumulo_service::ServiceApi;
+
+pub use settings::check as check_settings;
 use settings::Settings;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+pub use websocket::{shared as websocket_table, CloseReason, Table as WebSocketTable};
 
 /// Pending connections the kernel keeps before `accept`: a burst of new
 /// clients waits there instead of being dropped and retried a second later.
@@ -62,27 +63,24 @@ impl HttpGateway {
     }
 }
 
-impl InternalService for HttpGateway {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>> {
-        Box::pin(async move {
-            let log = match self.access_log {
-                None => None,
-                Some(sink) => match access_log::AccessLog::start(&self.settings.access_log, sink) {
-                    Ok(log) => Some(log),
-                    Err(e) => return tracing::error!("http: cannot start the access log writer: {e}"),
-                },
-            };
-            let gateway = gateway::Gateway::new(api, &self.settings, log);
-            if let Some(tls) = &self.tls {
-                tls.watch();
-            }
-            server::serve(self.listener, gateway, self.settings, self.tls).await
-        })
+impl HttpGateway {
+    /// Serves until the core stops, as the instance `api`.
+    pub async fn run<A: ServiceApi + 'static>(self, api: A) {
+        let log = match self.access_log {
+            None => None,
+            Some(sink) => match access_log::AccessLog::start(&self.settings.access_log, sink) {
+                Ok(log) => Some(log),
+                Err(e) => return tracing::error!("http: cannot start the access log writer: {e}"),
+            },
+        };
+        let gateway = gateway::Gateway::new(api, &self.settings, log);
+        if let Some(tls) = &self.tls {
+            tls.watch();
+        }
+        server::serve(self.listener, gateway, self.settings, self.tls).await
     }
 }
 
-/// Where to listen: the address resolved, and refused unless loopback or
-/// explicitly allowed.
 fn bind(s: &Settings) -> Result<std::net::TcpListener, String> {
     let addr = settings::listen_address(s)?;
     listen(addr).map_err(|e| {

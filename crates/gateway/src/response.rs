@@ -10,7 +10,7 @@ use super::settings::ErrorDetail;
 use bytes::Bytes;
 use cumulo_filesystem::stream::{self as file_stream, Part};
 use cumulo_proto::{info, Status};
-use cumulo_router::Response;
+use cumulo_service::Response;
 use http_body_util::{Either, Full};
 use hyper::header::{
     HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, TRANSFER_ENCODING,

@@ -2,7 +2,7 @@
 //! subscribes, while the same path is subscribed for another method. Looked
 //! up only after NO_SERVICE, so a served request costs nothing more.
 
-use crate::internal::InternalApi;
+use cumulo_service::ServiceApi;
 
 /// The methods probed, as `Allow` names them and as the name ends. A
 /// method outside the list (`PURGE`) is never offered in `Allow`.
@@ -19,7 +19,7 @@ const METHODS: [(&str, &str); 7] = [
 /// The `Allow` value for a request sent to `name` (`path/method`, as
 /// `method_suffix = true` makes it): the other methods its path is served
 /// for; `None` when there is none (the answer stays 404).
-pub fn allowed(api: &InternalApi, name: &str) -> Option<String> {
+pub fn allowed<A: ServiceApi>(api: &A, name: &str) -> Option<String> {
     let (path, method) = name.rsplit_once('/')?;
     let mut probe = String::with_capacity(path.len() + 8);
     let mut allow: Vec<&str> = Vec::new();

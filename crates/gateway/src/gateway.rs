@@ -13,11 +13,9 @@ use super::response::{from_service, plain, plain_and_close, HttpResponse};
 use super::security_headers;
 use super::settings::{ErrorDetail, HeaderFilter, QueryFormat, Settings};
 use super::websocket::WebSockets;
-use crate::internal::api::SendOptions;
-use crate::internal::InternalApi;
 use bytes::Bytes;
 use cumulo_proto::Status;
-use cumulo_router::Response;
+use cumulo_service::{Response, SendOptions, ServiceApi};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::{Body, Incoming};
 use hyper::header::{HeaderValue, ALLOW};
@@ -34,8 +32,8 @@ use std::time::{Duration, Instant};
 /// this only guarantees that no HTTP client can hang if that ever failed.
 pub const SAFETY_MARGIN: Duration = Duration::from_secs(1);
 
-pub struct Gateway {
-    api: InternalApi,
+pub struct Gateway<A> {
+    api: A,
     names: NameMapping,
     headers: HeaderFilter,
     query_format: QueryFormat,
@@ -49,7 +47,7 @@ pub struct Gateway {
     security_headers: Option<bool>,
     pub counts: Counts,
     /// None when no path accepts WebSocket upgrades.
-    pub websockets: Option<WebSockets>,
+    pub websockets: Option<WebSockets<A>>,
 }
 
 /// Requests answered, by status class; logged when the gateway stops
@@ -61,8 +59,8 @@ pub struct Counts {
     pub tls_handshake_failures: Cell<u64>,
 }
 
-impl Gateway {
-    pub fn new(api: InternalApi, s: &Settings, log: Option<Arc<AccessLog>>) -> Gateway {
+impl<A: ServiceApi + 'static> Gateway<A> {
+    pub fn new(api: A, s: &Settings, log: Option<Arc<AccessLog>>) -> Gateway<A> {
         // A filesystem service of this core may answer it with an open file.
         api.take_file_handles();
         Gateway {

@@ -13,6 +13,7 @@
 //! Messages in become requests to `request_name`; the answers go back.
 //! Settings and mapping: docs/GATEWAY.md (WebSocket).
 
+#[cfg(any(test, feature = "fuzzing"))]
 mod frames;
 mod gate;
 mod origin;
@@ -23,16 +24,17 @@ pub mod settings;
 mod table;
 mod url;
 
+#[cfg(any(test, feature = "fuzzing"))]
 pub use frames::server_frames;
 pub use settings::PathSettings;
-pub use table::{CloseReason, Table};
+pub use table::{shared, CloseReason, Table};
 
 use super::names::NameMapping;
 use super::request::request_info;
 use super::response::{plain, HttpResponse};
 use super::settings::HeaderFilter;
-use crate::internal::InternalApi;
 use cumulo_proto::info;
+use cumulo_service::ServiceApi;
 use cumulo_sys::Throttle;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
@@ -45,31 +47,36 @@ use tokio_util::sync::CancellationToken;
 
 /// The WebSocket side of one gateway: its paths, and the names held by
 /// `unique` connections.
-pub struct WebSockets {
+pub struct WebSockets<A> {
     paths: Vec<Rc<PathSettings>>,
     names: NameMapping,
     headers: HeaderFilter,
     /// Cancelled when the gateway stops: every session closes with 1001.
     pub stopping: CancellationToken,
-    unique: Rc<UniqueNames>,
+    unique: Rc<UniqueNames<A>>,
     /// Upgrades refused for their Origin, logged at most every few seconds.
     foreign_origins: RefCell<Throttle>,
 }
 
 /// A connection holding a `unique` name, and its instance (to unsubscribe
 /// the name at once when a newer connection takes it).
-type Holder = (Rc<table::Entry>, Weak<InternalApi>);
+type Holder<A> = (Rc<table::Entry>, Weak<A>);
 
 /// For `unique` paths: which connection holds each name.
-#[derive(Default)]
-pub struct UniqueNames {
-    holders: RefCell<HashMap<String, Holder>>,
+pub struct UniqueNames<A> {
+    holders: RefCell<HashMap<String, Holder<A>>>,
 }
 
-impl UniqueNames {
+impl<A> Default for UniqueNames<A> {
+    fn default() -> Self {
+        UniqueNames { holders: RefCell::default() }
+    }
+}
+
+impl<A: ServiceApi> UniqueNames<A> {
     /// Takes `name` for a new connection: the older holder stops being
     /// routed to at once, and is asked to close.
-    fn take(&self, name: &str, entry: Rc<table::Entry>, api: Weak<InternalApi>) {
+    fn take(&self, name: &str, entry: Rc<table::Entry>, api: Weak<A>) {
         if let Some((old, old_api)) = self.holders.borrow_mut().insert(name.to_string(), (entry, api)) {
             if let Some(api) = old_api.upgrade() {
                 let _ = api.unsubscribe(name);
@@ -87,9 +94,9 @@ impl UniqueNames {
     }
 }
 
-impl WebSockets {
+impl<A: ServiceApi + 'static> WebSockets<A> {
     /// None when no path is configured: no upgrade anywhere.
-    pub fn new(paths: Vec<PathSettings>, names: NameMapping, headers: HeaderFilter) -> Option<WebSockets> {
+    pub fn new(paths: Vec<PathSettings>, names: NameMapping, headers: HeaderFilter) -> Option<WebSockets<A>> {
         (!paths.is_empty()).then(|| WebSockets {
             paths: paths.into_iter().map(Rc::new).collect(),
             names,
@@ -114,12 +121,12 @@ impl WebSockets {
     /// refusal that says why.
     pub fn upgrade(
         &self,
-        gateway: &InternalApi,
+        gateway: &A,
         cfg: Rc<PathSettings>,
         mut req: Request<Incoming>,
         remote: &Rc<str>,
     ) -> HttpResponse {
-        let table = gateway.websocket_table();
+        let table = table::shared();
         let refuse = |status: StatusCode, text: String| {
             table::add(&table.counters.refused, 1);
             plain(status, text)
@@ -176,11 +183,11 @@ impl WebSockets {
         };
         let api = match gateway.open_sibling("") {
             Ok(api) => Rc::new(api),
-            Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("service unavailable: {}\n", e.why)),
+            Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("service unavailable: {}\n", e.why())),
         };
         for n in std::iter::once(&name).chain(&extra) {
             if let Err(e) = api.subscribe(n) {
-                return refuse(StatusCode::BAD_REQUEST, format!("bad request: cannot subscribe '{n}': {}\n", e.why));
+                return refuse(StatusCode::BAD_REQUEST, format!("bad request: cannot subscribe '{n}': {}\n", e.why()));
             }
         }
         let entry = table.open(Rc::from(cfg.path.as_str()), url_path.clone(), name.clone(), remote.clone());
@@ -263,6 +270,3 @@ fn has_token(headers: &HeaderMap, name: hyper::header::HeaderName, token: &str) 
         .flat_map(|v| v.split(','))
         .any(|t| t.trim().eq_ignore_ascii_case(token))
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,7 +1,7 @@
 //! Names built from a connection's URL: its own name, and the extra names
 //! of `subscriptions` (templates with `{path}` and `{query-key}`).
 
-use crate::internal::http::request::query_to_key_value;
+use crate::request::query_to_key_value;
 use cumulo_proto::info;
 
 /// Expands each template with the URL's path and query parameters

@@ -2,7 +2,7 @@
 //! hyper's HTTP/1.1 server (keep-alive, pipelining answered in order) in a
 //! task of its own on the core's thread: hyper's http1 connection accepts
 //! services that are not Send, so the gateway calls the core directly.
-//! With `tls_cert` set, each connection is a TLS handshake first (tls.rs).
+//! With `tls_cert` set, each connection is a TLS handshake first (cumulo-tls).
 
 use super::deadlines::{Deadlines, Event, Guarded, Stamped, Timeouts};
 use super::framing::{Limits, Watched};
@@ -10,6 +10,7 @@ use super::gateway::{Gateway, SAFETY_MARGIN};
 use super::listening::{self, Listening};
 use super::park::{IdleConnections, Rewind};
 use super::settings::{Settings, HYPER_DEFAULT_MAX_HEADERS};
+use cumulo_service::ServiceApi;
 use cumulo_sys::Throttle;
 use cumulo_tls::Tls;
 use hyper::server::conn::http1;
@@ -32,7 +33,12 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
 content-length: 42\r\nconnection: close\r\n\r\nservice unavailable: too many connections\n";
 
-pub async fn serve(listener: std::net::TcpListener, gateway: Gateway, settings: Settings, tls: Option<Tls>) {
+pub async fn serve<A: ServiceApi + 'static>(
+    listener: std::net::TcpListener,
+    gateway: Gateway<A>,
+    settings: Settings,
+    tls: Option<Tls>,
+) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return tracing::error!("http: cannot use the listening socket: {e}"),
@@ -149,7 +155,13 @@ impl Secure {
     /// The handshake, then the connection as over plain TCP. A client that
     /// speaks plaintext, trusts another CA or stalls is closed; the
     /// listener goes on.
-    async fn serve(self: Rc<Self>, conn: Connection, stream: TcpStream, remote: SocketAddr, stop: CancellationToken) {
+    async fn serve<A: ServiceApi + 'static>(
+        self: Rc<Self>,
+        conn: Connection<A>,
+        stream: TcpStream,
+        remote: SocketAddr,
+        stop: CancellationToken,
+    ) {
         let handshake = tokio::time::timeout(self.timeout, self.tls.accept(stream));
         let outcome = tokio::select! {
             r = handshake => r,
@@ -170,14 +182,14 @@ impl Secure {
 }
 
 /// Over the limit: a short 503 if the socket takes it at once, then close.
-fn refuse(stream: TcpStream, gateway: &Gateway) {
+fn refuse<A>(stream: TcpStream, gateway: &Gateway<A>) {
     let _ = stream.try_write(TOO_MANY_CONNECTIONS);
     let n = &gateway.counts.refused_connections;
     n.set(n.get() + 1);
 }
 
-pub(super) struct Connection {
-    pub gateway: Rc<Gateway>,
+pub(super) struct Connection<A> {
+    pub gateway: Rc<Gateway<A>>,
     pub http: http1::Builder,
     /// What the framing watch refuses (framing/).
     pub framing: Limits,
@@ -189,7 +201,7 @@ pub(super) struct Connection {
     pub idle: Rc<IdleConnections>,
 }
 
-impl Connection {
+impl<A: ServiceApi + 'static> Connection<A> {
     /// Serves one connection until it ends. Any byte stream will do (the
     /// fuzz targets use an in-memory one); `remote` is the client's
     /// `ip:port`, as services see it in `remote_addr`.
@@ -262,16 +274,16 @@ impl Connection {
     }
 }
 
-impl Drop for Connection {
+impl<A> Drop for Connection<A> {
     fn drop(&mut self) {
         self.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// Logs the gateway's stop once, when the last shard stops (listening.rs).
-struct ReportOnStop(Rc<Gateway>, Arc<Listening>);
+struct ReportOnStop<A>(Rc<Gateway<A>>, Arc<Listening>);
 
-impl Drop for ReportOnStop {
+impl<A> Drop for ReportOnStop<A> {
     fn drop(&mut self) {
         self.1.leave(&self.0.counts);
     }

@@ -3,17 +3,15 @@
 //! HTTP request to a service request, the mapping of a service's answer to
 //! an HTTP response, and a whole connection served over any byte stream.
 
-use super::gateway::Gateway;
-use super::names::NameMapping;
-use super::park::IdleConnections;
-use super::request::{query_request, request_info, takes_query};
-use super::response::from_service;
-use super::server::{builder, framing_limits, timeouts, Connection};
-use super::settings::{ErrorDetail, Settings};
-use crate::internal::InternalApi;
+use crate::gateway::Gateway;
+use crate::names::NameMapping;
+use crate::park::IdleConnections;
+use crate::request::{query_request, request_info, takes_query};
+use crate::response::from_service;
+use crate::server::{builder, framing_limits, timeouts, Connection};
+use crate::settings::{ErrorDetail, Settings};
 use cumulo_proto::{Status, TransId};
-use cumulo_router::Response;
-use cumulo_router::Shared;
+use cumulo_service::{Response, ServiceApi};
 use std::rc::Rc;
 use tokio_util::sync::CancellationToken;
 
@@ -67,12 +65,12 @@ pub fn map_response(status: u16, response_info: &[u8], body: &[u8]) -> (u16, Vec
 /// Serves one HTTP connection over `stream` with a gateway of `settings`
 /// registered in `core` under `/http/` (an internal instance), until the
 /// connection ends. Call inside a `LocalSet`.
-pub async fn serve_connection<S>(core: &Shared, settings: &toml::Table, stream: S) -> Result<(), String>
+pub async fn serve_connection<A, S>(api: A, settings: &toml::Table, stream: S) -> Result<(), String>
 where
+    A: ServiceApi + 'static,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let s = Settings::from_settings(settings)?;
-    let api = InternalApi::connect(core, "/http/", Rc::default(), Rc::default(), 0, 0, 1, 1).map_err(|e| e.why)?;
     let gateway = Rc::new(Gateway::new(api, &s, None));
     let idle = Rc::new(IdleConnections::default());
     let conn = Connection {
@@ -89,4 +87,58 @@ where
         () = idle.sweep() => {}
     }
     Ok(())
+}
+
+/// Parses what a gateway wrote on a WebSocket after its 101: unmasked
+/// frames whose lengths fit, as (opcode, payload); or what is wrong.
+pub fn server_frames(b: &[u8]) -> Result<Vec<(u8, Vec<u8>)>, String> {
+    crate::websocket::server_frames(b)
+}
+
+/// Checks a text message the gateway wrote under protocol "id": JSON (by
+/// the grammar: a lone surrogate escape such as `"\ud800"` is JSON, though
+/// `serde_json::Value` refuses it), an object whose "id" is null, a string
+/// or a number, with a "status" string (the answers are written by hand
+/// around the service's bytes, not serialized).
+pub fn websocket_protocol_answer(text: &[u8]) -> Result<(), String> {
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+        status: String,
+    }
+    if text.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err("not a JSON object".into());
+    }
+    let a: Answer<'_> = serde_json::from_slice(text).map_err(|e| format!("not an answer: {e}"))?;
+    match a.id.get().as_bytes().first() {
+        _ if a.status.is_empty() => Err("an empty \"status\"".into()),
+        Some(b'n' | b'"' | b'-' | b'0'..=b'9') => Ok(()),
+        _ => Err(format!("\"id\" is {}", a.id.get())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::websocket_protocol_answer;
+
+    #[test]
+    fn protocol_answers_are_checked() {
+        assert!(websocket_protocol_answer(br#"{"id":7,"status":"OK","response":{"a":1}}"#).is_ok());
+        assert!(websocket_protocol_answer(br#"{"id":null,"status":"BAD_MESSAGE","error":"x"}"#).is_ok());
+        for bad in [
+            &br#"{"status":"OK"}"#[..],
+            br#"{"id":[1],"status":"OK"}"#,
+            br#"{"id":true,"status":"OK"}"#,
+            br#"{"id":1}"#,
+            br#"{"id":1,"status":2}"#,
+            br#"{"id":1,"status":""}"#,
+            br#"[{"id":1,"status":"OK"}]"#,
+            br#"{"id":1,"status":"OK","response":"\u00"}"#,
+            b"{\"id\":1,",
+            b"text",
+        ] {
+            assert!(websocket_protocol_answer(bad).is_err(), "{bad:?}");
+        }
+    }
 }

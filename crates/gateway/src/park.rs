@@ -215,7 +215,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::http::deadlines::{Event, Timeouts};
+    use crate::deadlines::{Event, Timeouts};
     use std::future::Future;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -2,12 +2,24 @@
 //! path, close one) and the Prometheus counters. Lives in the core's state
 //! (`Core::websockets`); connections add and remove themselves.
 
-use cumulo_router::PromText;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::rc::Rc;
 use std::time::{Instant, SystemTime};
 use tokio::sync::Notify;
+
+thread_local! {
+    /// The open WebSocket connections of this shard's HTTP gateways (the
+    /// admin API lists and closes them, `/metrics` counts them). A shard is
+    /// a thread with one core, so the table is the thread's.
+    static SHARED: Rc<Table> = Rc::default();
+}
+
+/// This shard's table of open WebSocket connections.
+pub fn shared() -> Rc<Table> {
+    SHARED.with(Rc::clone)
+}
 
 /// Why a connection ended: the disconnect notification's `reason` and the
 /// label of `cumulo_websocket_closed_total`.
@@ -208,11 +220,12 @@ impl Table {
     }
 
     /// The `cumulo_websocket_*` series of `GET /metrics`.
-    pub fn render(&self, p: &mut PromText) {
+    /// The `cumulo_websocket_*` series of `GET /metrics`, in Prometheus'
+    /// text format (no label here needs escaping).
+    pub fn render(&self, out: &mut String) {
         let c = &self.counters;
         let mut one = |name: &str, kind: &str, help: &str, v: u64| {
-            p.header(name, kind, help);
-            p.sample(name, &[], v);
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
         };
         one(
             "cumulo_websocket_connections",
@@ -249,14 +262,12 @@ impl Table {
             "Messages in whose service request ended in an error (NO_SERVICE, TIMEOUT, ...).",
             c.request_errors.get(),
         );
-        p.header("cumulo_websocket_closed_total", "counter", "WebSocket connections closed, by reason.");
+        let name = "cumulo_websocket_closed_total";
+        let _ = writeln!(out, "# HELP {name} WebSocket connections closed, by reason.\n# TYPE {name} counter");
         let closed = c.closed.borrow();
         for why in CloseReason::ALL {
-            p.sample(
-                "cumulo_websocket_closed_total",
-                &[("reason", why.name())],
-                closed.get(&why).copied().unwrap_or(0),
-            );
+            let n = closed.get(&why).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}{{reason=\"{}\"}} {n}", why.name());
         }
     }
 }
