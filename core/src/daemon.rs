@@ -164,7 +164,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
             log: Rc::new(log),
             auth: crate::admin::Guard::new(cfg.admin.tokens.clone()),
             shards: shards.clone(),
-            cluster: cluster.as_ref().map(|c| c.membership.clone()),
+            cluster: cluster.as_ref().map(|c| c.membership()),
             started: started.0,
             started_at: started.1,
         };

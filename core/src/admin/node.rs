@@ -15,39 +15,39 @@ pub fn nodes(ctx: &AdminContext) -> Answer {
     let cluster = ctx.cluster.as_ref().map(|c| c.borrow());
     let mut nodes = vec![json!({
         "id": node_id,
-        "name": cluster.as_ref().map(|c| c.me.to_string()),
+        "name": cluster.as_ref().map(|c| c.me().to_string()),
         "state": "local",
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_seconds": ctx.started.elapsed().as_secs_f64(),
         "started_at": views::unix_seconds(ctx.started_at),
         "local": true,
-        "subscriptions": cluster.as_ref().map(|c| c.local.values().sum::<u32>()),
-        "patterns": cluster.as_ref().map(|c| c.local.len()),
+        "subscriptions": cluster.as_ref().map(|c| c.local_subscriptions()),
+        "patterns": cluster.as_ref().map(|c| c.local_patterns()),
     })];
     let now = std::time::Instant::now();
-    for m in cluster.iter().flat_map(|c| c.members.values()) {
-        let inst = core.instance(&m.instance);
+    for m in cluster.iter().flat_map(|c| c.members()) {
+        let inst = core.instance(&m.instance());
         nodes.push(json!({
-            "id": m.node_id,
-            "name": &*m.name,
+            "id": m.node_id(),
+            "name": m.name(),
             "state": "up",
             "local": false,
-            "joined_at": views::unix_seconds(m.joined_at),
-            "last_heartbeat_ms_ago": now.saturating_duration_since(m.last_seen).as_millis() as u64,
+            "joined_at": views::unix_seconds(m.joined_at()),
+            "last_heartbeat_ms_ago": now.saturating_duration_since(m.last_seen()).as_millis() as u64,
             "subscriptions": m.subscriptions(),
-            "patterns": m.applied.len(),
-            "subscriptions_version": m.applied_version,
+            "patterns": m.patterns(),
+            "subscriptions_version": m.applied_version(),
             "requests_in_flight": inst.map_or(0, |i| i.delivered.len()),
             "requests_queued": inst.map_or(0, |i| i.queue.len()),
-            "requests_sent": m.metrics.received.get(),
-            "answers": m.metrics.handled(),
+            "requests_sent": m.metrics().received.get(),
+            "answers": m.metrics().handled(),
         }));
     }
     let cloud = cluster.as_ref().map(|c| {
         json!({
-            "name": c.cloud, "node": &*c.me, "servers": c.servers, "connected": c.connected,
-            "max_payload": c.max_payload, "nodes_left": c.left, "nodes_purged": c.purged,
-            "messages_dropped": c.dropped_frames,
+            "name": c.cloud(), "node": c.me(), "servers": c.servers(), "connected": c.connected(),
+            "max_payload": c.max_payload(), "nodes_left": c.left(), "nodes_purged": c.purged(),
+            "messages_dropped": c.dropped_frames(),
         })
     });
     Ok((StatusCode::OK, json!({ "nodes": nodes, "cluster": cloud })))

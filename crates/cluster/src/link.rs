@@ -32,8 +32,8 @@ const CONFLICT_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// The cluster as the rest of the daemon sees it.
 pub struct Cluster {
-    pub client: Client,
-    pub membership: Rc<RefCell<Membership>>,
+    client: Client,
+    membership: Rc<RefCell<Membership>>,
 }
 
 /// Builds the NATS client options from the config; every key set is passed on.
@@ -107,6 +107,11 @@ pub async fn start(cfg: &ClusterConfig, me: String, core: Shared) -> anyhow::Res
 }
 
 impl Cluster {
+    /// This node and the others, as the admin API and `/metrics` read them.
+    pub fn membership(&self) -> Rc<RefCell<Membership>> {
+        self.membership.clone()
+    }
+
     /// Tells the others this node is leaving (they forget it at once instead
     /// of at purge time), and waits briefly for it to leave.
     pub async fn leave(&self) {

@@ -29,48 +29,80 @@ pub const MAX_REMOTE_PATTERN_LEN: usize = 1024;
 
 /// A remote node as this node knows it.
 pub struct Member {
-    pub name: Rc<str>,
-    pub node_id: u32,
-    pub boot: u64,
+    pub(crate) name: Rc<str>,
+    pub(crate) node_id: u32,
+    pub(crate) boot: u64,
     /// Its pseudo-instance in the local core.
-    pub instance: InstanceId,
-    pub outbox: Rc<Outbox>,
-    pub metrics: Rc<ServiceMetrics>,
-    pub last_seen: Instant,
-    pub joined_at: SystemTime,
+    pub(crate) instance: InstanceId,
+    pub(crate) outbox: Rc<Outbox>,
+    pub(crate) metrics: Rc<ServiceMetrics>,
+    pub(crate) last_seen: Instant,
+    pub(crate) joined_at: SystemTime,
     /// The subscription version it announced, and the one applied here.
-    pub announced: u64,
-    pub applied_version: u64,
+    pub(crate) announced: u64,
+    pub(crate) applied_version: u64,
     /// pattern → instance count, as subscribed here under `instance`.
-    pub applied: AHashMap<String, u32>,
+    pub(crate) applied: AHashMap<String, u32>,
 }
 
 impl Member {
+    /// Subscriptions of its instances applied here (a pattern once per
+    /// instance that subscribes it).
     pub fn subscriptions(&self) -> u32 {
         self.applied.values().sum()
+    }
+    /// Patterns of it applied here.
+    pub fn patterns(&self) -> usize {
+        self.applied.len()
+    }
+    /// The node's name and id.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn node_id(&self) -> u32 {
+        self.node_id
+    }
+    /// Its pseudo-instance in the local core.
+    pub fn instance(&self) -> InstanceId {
+        self.instance
+    }
+    /// Requests sent to it and their answers.
+    pub fn metrics(&self) -> &ServiceMetrics {
+        &self.metrics
+    }
+    /// When it was last heard from, and when it joined.
+    pub fn last_seen(&self) -> Instant {
+        self.last_seen
+    }
+    pub fn joined_at(&self) -> SystemTime {
+        self.joined_at
+    }
+    /// The version of its subscriptions applied here.
+    pub fn applied_version(&self) -> u64 {
+        self.applied_version
     }
 }
 
 /// This node and the others.
 pub struct Membership {
-    pub me: Rc<str>,
-    pub node_id: u32,
-    pub boot: u64,
-    pub cloud: String,
-    pub servers: Vec<String>,
+    pub(crate) me: Rc<str>,
+    pub(crate) node_id: u32,
+    pub(crate) boot: u64,
+    pub(crate) cloud: String,
+    pub(crate) servers: Vec<String>,
     /// Connected to a NATS server now.
-    pub connected: bool,
+    pub(crate) connected: bool,
     /// This node's subscription snapshot and its version.
-    pub local: BTreeMap<String, u32>,
-    pub local_version: u64,
-    pub members: BTreeMap<Rc<str>, Member>,
+    pub(crate) local: BTreeMap<String, u32>,
+    pub(crate) local_version: u64,
+    pub(crate) members: BTreeMap<Rc<str>, Member>,
     /// Nodes that left or were purged; data messages dropped (from unknown
     /// nodes, or unreadable).
-    pub left: u64,
-    pub purged: u64,
-    pub dropped_frames: u64,
+    pub(crate) left: u64,
+    pub(crate) purged: u64,
+    pub(crate) dropped_frames: u64,
     /// A NATS client: one per core, for the writer tasks (set once connected).
-    pub max_payload: usize,
+    pub(crate) max_payload: usize,
 }
 
 /// What a node said that this node refuses to act on.
@@ -83,6 +115,48 @@ pub enum Refused {
 }
 
 impl Membership {
+    /// This node's name, the cloud's, and the NATS servers it was given.
+    pub fn me(&self) -> &str {
+        &self.me
+    }
+    pub fn cloud(&self) -> &str {
+        &self.cloud
+    }
+    pub fn servers(&self) -> &[String] {
+        &self.servers
+    }
+    /// Connected to a NATS server now.
+    pub fn connected(&self) -> bool {
+        self.connected
+    }
+    /// The largest NATS message the server takes.
+    pub fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+    /// This node's subscriptions as the others see them: subscriptions
+    /// (counted once per instance) and patterns.
+    pub fn local_subscriptions(&self) -> u32 {
+        self.local.values().sum()
+    }
+    pub fn local_patterns(&self) -> usize {
+        self.local.len()
+    }
+    /// The other nodes, by name.
+    pub fn members(&self) -> impl Iterator<Item = &Member> {
+        self.members.values()
+    }
+    /// Nodes that left, nodes purged (silent too long), data messages
+    /// dropped (from unknown nodes, or unreadable).
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+    pub fn purged(&self) -> u64 {
+        self.purged
+    }
+    pub fn dropped_frames(&self) -> u64 {
+        self.dropped_frames
+    }
+
     pub fn new(me: String, node_id: u32, cloud: String, servers: Vec<String>) -> Membership {
         Membership {
             me: Rc::from(me),
