@@ -370,7 +370,7 @@ where
         let c = core.borrow();
         (c.limits().max_frame, c.limits().max_outbox)
     };
-    let prefix_for_log = core.borrow().instance(&id).map_or_else(|| Rc::from(""), |i| i.prefix.clone());
+    let prefix_for_log = core.borrow().instance(&id).map_or_else(|| Rc::from(""), |i| i.prefix().clone());
     let writer = tokio::task::spawn_local(write_loop(outbox.clone(), wr));
     let why = read_loop(core, id, &mut rd, &mut rb, &outbox, max_frame).await;
     let why = if outbox.overflowed.get() {
@@ -384,7 +384,7 @@ where
     } else {
         tracing::warn!(instance = id, "closing {prefix_for_log} instance {id}: {why}");
     }
-    let hung = core.borrow().instance(&id).is_some_and(|i| i.silent_rounds >= HUNG_AFTER_ROUNDS);
+    let hung = core.borrow().instance(&id).is_some_and(|i| i.silent_rounds() >= HUNG_AFTER_ROUNDS);
     core.borrow_mut().remove_instance(id, &why.to_string());
     outbox.close();
     let _ = writer.await;
@@ -572,7 +572,7 @@ fn welcome(
     outbox.push(|b| cumulo_router::frames::welcome(b, &w));
     c.connection_task_started();
     if let Some(inst) = c.instance_mut(&id) {
-        inst.rx_fd = fd;
+        inst.set_rx_fd(fd);
     }
 }
 
@@ -595,7 +595,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             let now = std::time::Instant::now();
             c.set_now(now);
             if let Some(inst) = c.instance_mut(&id) {
-                inst.last_rx = now;
+                inst.heard_from(now);
             }
             loop {
                 let data = &rb.buf[rb.start..];

@@ -37,8 +37,8 @@ pub fn nodes(ctx: &AdminContext) -> Answer {
             "subscriptions": m.subscriptions(),
             "patterns": m.patterns(),
             "subscriptions_version": m.applied_version(),
-            "requests_in_flight": inst.map_or(0, |i| i.delivered.len()),
-            "requests_queued": inst.map_or(0, |i| i.queue.len()),
+            "requests_in_flight": inst.map_or(0, |i| i.in_flight()),
+            "requests_queued": inst.map_or(0, |i| i.queued()),
             "requests_sent": m.metrics().received.get(),
             "answers": m.metrics().handled(),
         }));
@@ -118,12 +118,12 @@ pub fn subscriptions(ctx: &AdminContext) -> Answer {
                     continue;
                 }
                 let inst = core.instance(id);
-                let origin = inst.and_then(|i| i.origin.as_ref());
+                let origin = inst.and_then(|i| i.origin());
                 instances.push(json!({
                     "instance_id": id,
                     "service_id": origin.map(|o| o.service),
                     "process_index": origin.map(|o| o.process_index),
-                    "label": inst.map(|i| i.label.as_str()),
+                    "label": inst.map(|i| i.label()),
                     "shard": core.shard().index,
                 }));
             }

@@ -149,10 +149,10 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
             );
             c.connection_task_started();
             if let Some(inst) = c.instance_mut(&a.id) {
-                inst.rx_fd = Some(rx_fd); // for the keep-alive check
-                inst.cloudi = true;
+                inst.set_rx_fd(Some(rx_fd)); // for the keep-alive check
+                inst.mark_cloudi();
             }
-            let label = c.instance(&a.id).map_or_else(String::new, |i| i.label.clone());
+            let label = c.instance(&a.id).map_or_else(String::new, |i| i.label().to_string());
             (a.id, TransIdGen::new(node_id, a.id), label, a.options.timeout_async)
         })
     };
@@ -176,7 +176,7 @@ pub async fn run(core: Shared, stream: UnixStream, token: Rc<str>, thread_index:
     // The core gave up on this thread, not the process: CloudI kills such a
     // process so that it is restarted (within max_r/max_t). Not one being
     // terminated already (its subscribes are refused meanwhile).
-    let retiring = core.borrow().instance(&id).is_some_and(|i| i.retiring);
+    let retiring = core.borrow().instance(&id).is_some_and(|i| i.retiring());
     if !why.starts_with("closed by") && !retiring {
         kill_process(&core, &token, &service, &why);
     }
@@ -280,7 +280,7 @@ impl Adapter {
                 let now = Instant::now();
                 c.set_now(now);
                 if let Some(inst) = c.instance_mut(&self.id) {
-                    inst.last_rx = now;
+                    inst.heard_from(now);
                 }
                 loop {
                     let n = match next_message(&rb.buf[rb.start..], max_frame) {
@@ -330,7 +330,7 @@ impl Adapter {
                     batch.clear();
                     if std::mem::take(&mut self.pinged) {
                         if let Some(inst) = core.borrow_mut().instance_mut(&self.id) {
-                            inst.last_rx = Instant::now();
+                            inst.heard_from(Instant::now());
                         }
                     }
                 }

@@ -71,7 +71,7 @@ impl InternalApi {
             let me = c
                 .instance(&self.id)
                 .ok_or_else(|| RouteError::new(Status::ShuttingDown, "the gateway's instance is gone"))?;
-            (me.options.clone(), me.metrics.clone())
+            (me.options().clone(), me.metrics().clone())
         };
         InternalApi::connect(&self.core, prefix, options, metrics, 0, self.process_index, 1, 1)
     }
@@ -84,14 +84,14 @@ impl InternalApi {
     /// filesystem service of this core hands over (stream.rs).
     pub fn take_file_handles(&self) {
         if let Some(me) = self.core.borrow_mut().instance_mut(&self.id) {
-            me.takes_file_handles = true;
+            me.take_file_handles();
         }
     }
 
     /// Whether `sender` (a request's sender: forwards keep it) can take an
     /// open file instead of the bytes. Only an instance of this core can.
     pub fn takes_file_handles(&self, sender: InstanceId) -> bool {
-        self.core.borrow().instance(&sender).is_some_and(|i| i.takes_file_handles)
+        self.core.borrow().instance(&sender).is_some_and(|i| i.takes_file_handles())
     }
 
     /// The longest service name the core accepts (`core.max_name`).

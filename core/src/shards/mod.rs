@@ -260,7 +260,7 @@ pub fn attach(core: &Shared, ends: Ends) -> Links {
             // table is the process's, internal/filesystem/stream.rs).
             if j != 0 {
                 if let Some(i) = c.instance_mut(&id) {
-                    i.takes_file_handles = true;
+                    i.take_file_handles();
                 }
             }
             pseudo[j] = id;
@@ -421,7 +421,7 @@ async fn replicate(core: Shared, me: u32, peers: Vec<mpsc::Sender<Envelope>>) {
             let taken = c.registry_mut().journal.take();
             // Another node's pseudo-instance here stands for its instances
             // there: the other shards give it one copy per subscription.
-            let many = |i: InstanceId| c.instance(&i).is_some_and(|x| matches!(x.endpoint, Endpoint::Remote(_)));
+            let many = |i: InstanceId| c.instance(&i).is_some_and(|x| matches!(x.endpoint(), Endpoint::Remote(_)));
             taken
                 .into_iter()
                 .map(|(p, instance, delta)| mirror::Change {

@@ -88,30 +88,30 @@ pub fn snapshot(core: &Core, shard: u32, services: &[(ServiceId, Rc<ServiceMetri
     by_service.entry(None, core.unmanaged_metrics());
     let mut shard_pseudo = Vec::new();
     for inst in core.instances() {
-        match &inst.endpoint {
+        match inst.endpoint() {
             Endpoint::Shard(_) => {
                 // Requests another shard sent here were counted there as they
                 // entered; answers that came back from it were counted there
                 // by the instance that gave them.
-                let m = &inst.metrics;
+                let m = inst.metrics();
                 report.stats.requests = report.stats.requests.saturating_sub(m.sent.get());
                 report.stats.responses = report.stats.responses.saturating_sub(m.handled());
-                shard_pseudo.push(inst.id);
+                shard_pseudo.push(inst.id());
             }
             Endpoint::Remote(_) => {}
             _ => {
-                let service = inst.origin.as_ref().map(|o| o.service);
-                let queued = inst.queue.len() as u64;
-                let s = by_service.entry(service, &inst.metrics);
+                let service = inst.origin().map(|o| o.service);
+                let queued = inst.queued() as u64;
+                let s = by_service.entry(service, inst.metrics());
                 s.instances += 1;
                 s.queued += queued;
                 report.queued += queued;
                 report.instances.push(InstanceReport {
-                    id: inst.id,
+                    id: inst.id(),
                     service,
-                    process_index: inst.origin.as_ref().map(|o| o.process_index),
-                    label: inst.label.clone(),
-                    handling: inst.delivered.len() as u64,
+                    process_index: inst.origin().map(|o| o.process_index),
+                    label: inst.label().to_string(),
+                    handling: inst.in_flight() as u64,
                     queued,
                 });
             }

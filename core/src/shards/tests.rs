@@ -371,7 +371,7 @@ fn a_request_routed_back_to_its_shard_gets_one_true_answer() {
         }
         assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0);
         let pseudo = |c: &Shared| {
-            c.borrow().instances().filter(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len()).sum::<usize>()
+            c.borrow().instances().filter(|i| i.endpoint().is_pseudo()).map(|i| i.in_flight()).sum::<usize>()
         };
         assert_eq!((pseudo(&a), pseudo(&b)), (0, 0), "no entry left behind on either side");
     });
@@ -499,7 +499,7 @@ fn a_request_to_another_shard_times_out_once_and_a_late_answer_is_dropped() {
         assert!(client.responses().is_empty(), "a late answer is dropped");
         assert!(a.borrow().in_flight() == 0 && b.borrow().in_flight() == 0);
         // The pseudo-instance's window place is given back.
-        let pseudo = a.borrow().instances().find(|i| i.endpoint.is_pseudo()).map(|i| i.delivered.len());
+        let pseudo = a.borrow().instances().find(|i| i.endpoint().is_pseudo()).map(|i| i.in_flight());
         assert_eq!(pseudo, Some(0));
     });
 }

@@ -120,7 +120,7 @@ impl Slot {
 
     /// Patterns its instances subscribe (counted once per subscription).
     pub fn subscriptions(&self, core: &cumulo_router::Core) -> usize {
-        self.instances(core).iter().filter_map(|i| core.instance(i)).map(|i| i.subscriptions.len()).sum()
+        self.instances(core).iter().filter_map(|i| core.instance(i)).map(|i| i.subscriptions().len()).sum()
     }
 
     pub(super) async fn wait_stopped(&self) {

@@ -352,7 +352,7 @@ impl Membership {
                 .instances
                 .iter()
                 .filter(|id| {
-                    core.instance(id).is_some_and(|i| !matches!(i.endpoint, cumulo_router::Endpoint::Remote(_)))
+                    core.instance(id).is_some_and(|i| !matches!(i.endpoint(), cumulo_router::Endpoint::Remote(_)))
                 })
                 .count() as u32;
             if n > 0 {

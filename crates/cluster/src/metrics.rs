@@ -34,7 +34,7 @@ pub fn render(p: &mut PromText, core: &Core, m: &Membership) {
         .sent
         .get());
     per_node!("cumulo_node_requests_in_flight", "gauge", "Requests delivered to the node and not answered yet.", |n| {
-        core.instance(&n.instance).map_or(0, |i| i.delivered.len())
+        core.instance(&n.instance).map_or(0, |i| i.in_flight())
     });
     per_node!(
         "cumulo_node_subscriptions",

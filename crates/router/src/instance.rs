@@ -281,40 +281,40 @@ pub struct Origin {
 }
 
 pub struct Instance {
-    pub id: InstanceId,
-    pub prefix: Rc<str>,
+    pub(crate) id: InstanceId,
+    pub(crate) prefix: Rc<str>,
     /// For logs: "/tests/http_req/ process 1 thread 0".
-    pub label: String,
-    pub origin: Option<Origin>,
-    pub options: Rc<ServiceOptions>,
+    pub(crate) label: String,
+    pub(crate) origin: Option<Origin>,
+    pub(crate) options: Rc<ServiceOptions>,
     /// Its service's counters (the unmanaged ones' for unmanaged instances).
-    pub metrics: Rc<ServiceMetrics>,
+    pub(crate) metrics: Rc<ServiceMetrics>,
     /// Told to TERMINATE (its process is being stopped): it gets no new
     /// requests and may not subscribe again.
-    pub retiring: bool,
-    pub window: u32,
+    pub(crate) retiring: bool,
+    pub(crate) window: u32,
     /// Requests delivered and not yet returned or forwarded.
-    pub delivered: Vec<TransId>,
-    pub queue: PriorityQueue<OwnedRequest>,
-    pub subscriptions: Subscriptions,
-    pub endpoint: Endpoint,
+    pub(crate) delivered: Vec<TransId>,
+    pub(crate) queue: PriorityQueue<OwnedRequest>,
+    pub(crate) subscriptions: Subscriptions,
+    pub(crate) endpoint: Endpoint,
     /// When its reader last took bytes from it.
-    pub last_rx: Instant,
+    pub(crate) last_rx: Instant,
     /// Keep-alive rounds in a row in which nothing came from it: nothing
     /// read since the previous round, nor waiting unread in its socket.
     /// Counted in rounds, not clock time, so that time the core itself
     /// could not read (its event loop stalled) never counts against it.
-    pub silent_rounds: u32,
+    pub(crate) silent_rounds: u32,
     /// Its socket's read side, to see whether bytes wait in it unread
     /// (none for internal instances and in-memory streams).
-    pub rx_fd: Option<RawFd>,
+    pub(crate) rx_fd: Option<RawFd>,
     /// Speaks CloudI's protocol: CloudI's routing rules apply to what it
     /// sends (docs/CLOUDI.md, "Routing as in CloudI").
-    pub cloudi: bool,
+    pub(crate) cloudi: bool,
     /// An HTTP gateway of this core: a filesystem service of this core may
     /// answer it with an open file to stream instead of the bytes
     /// (internal/filesystem/stream.rs).
-    pub takes_file_handles: bool,
+    pub(crate) takes_file_handles: bool,
     /// Its send rules (dest_list_allow / dest_list_deny); none: it may send
     /// to any name.
     pub(crate) acl: Option<Box<crate::trust::Acl>>,
@@ -336,7 +336,105 @@ pub struct Identity {
     pub outside_services: bool,
 }
 
+/// What the rest of the node reads of an instance; the router alone
+/// changes it.
 impl Instance {
+    #[inline]
+    pub fn id(&self) -> InstanceId {
+        self.id
+    }
+    /// The prefix its subscriptions are under.
+    #[inline]
+    pub fn prefix(&self) -> &Rc<str> {
+        &self.prefix
+    }
+    /// How logs and the admin API name it.
+    #[inline]
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+    /// The configured service and process slot it belongs to, if any.
+    #[inline]
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
+    }
+    #[inline]
+    pub fn options(&self) -> &Rc<ServiceOptions> {
+        &self.options
+    }
+    #[inline]
+    pub fn metrics(&self) -> &Rc<ServiceMetrics> {
+        &self.metrics
+    }
+    /// Being stopped: sent no new requests.
+    #[inline]
+    pub fn retiring(&self) -> bool {
+        self.retiring
+    }
+    /// Requests it takes at once (the HELLO's window).
+    #[inline]
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+    /// Requests delivered to it and not answered yet.
+    #[inline]
+    pub fn in_flight(&self) -> usize {
+        self.delivered.len()
+    }
+    /// Requests waiting in its queue.
+    #[inline]
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+    /// Where its frames go: a socket, an internal service, a shard, a node.
+    #[inline]
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+    /// Its subscriptions (patterns, counted).
+    #[inline]
+    pub fn subscriptions(&self) -> &Subscriptions {
+        &self.subscriptions
+    }
+    /// When the core last read from it.
+    #[inline]
+    pub fn last_rx(&self) -> Instant {
+        self.last_rx
+    }
+    /// A CloudI-protocol connection.
+    #[inline]
+    pub fn is_cloudi(&self) -> bool {
+        self.cloudi
+    }
+    /// Takes open files by handle (an HTTP gateway of this process).
+    #[inline]
+    pub fn takes_file_handles(&self) -> bool {
+        self.takes_file_handles
+    }
+    /// Keep-alive rounds in a row it stayed silent through.
+    #[inline]
+    pub fn silent_rounds(&self) -> u32 {
+        self.silent_rounds
+    }
+
+    /// From now on it is sent open files by handle.
+    pub fn take_file_handles(&mut self) {
+        self.takes_file_handles = true;
+    }
+    /// The descriptor the keep-alive looks at for bytes not read yet.
+    pub fn set_rx_fd(&mut self, fd: Option<RawFd>) {
+        self.rx_fd = fd;
+    }
+    /// It speaks CloudI's protocol.
+    pub fn mark_cloudi(&mut self) {
+        self.cloudi = true;
+    }
+    /// The core read from it at `now` (it is alive).
+    #[inline]
+    pub fn heard_from(&mut self, now: Instant) {
+        self.last_rx = now;
+    }
+
     pub fn new(id: InstanceId, who: Identity, endpoint: Endpoint) -> Instance {
         let Identity { prefix, label, origin, options, metrics, window, outside_services } = who;
         Instance {
