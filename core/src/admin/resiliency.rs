@@ -11,9 +11,11 @@ use hyper::StatusCode;
 use serde_json::{json, Value};
 
 pub async fn get(ctx: &AdminContext) -> Answer {
-    // Every shard runs the same policies: with none (and no instance
-    // probed here), nothing to ask them.
-    if !ctx.core.borrow().has_policies() && ctx.core.borrow().health_report().is_none() {
+    // One shard, with no policy and no instance probed: nothing to show.
+    // With more, the others are asked even then: an instance probed for its
+    // health may be served by any shard.
+    let alone = ctx.shards.is_none();
+    if alone && !ctx.core.borrow().has_policies() && ctx.core.borrow().health_report().is_none() {
         let none = ResilienceTotals::default();
         let mut v = view(&none);
         v["policies"] = json!([]);
