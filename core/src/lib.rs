@@ -19,14 +19,18 @@
 
 pub mod admin;
 pub mod cli;
+// Public for the fuzz targets (the term decoder and CloudI's messages) only.
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod cloudi;
+#[cfg(not(any(test, feature = "fuzzing")))]
+mod cloudi;
 
 pub mod daemon;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod internal;
-pub mod listener;
-pub mod reload;
-pub mod shards;
-pub mod supervisor;
+mod listener;
+mod reload;
+mod shards;
+mod supervisor;

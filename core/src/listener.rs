@@ -181,6 +181,7 @@ pub struct Peer {
 /// Serves one instance connection from handshake to close. Any byte
 /// stream will do: the listeners pass sockets, the fuzz targets in-memory
 /// streams.
+#[cfg(any(test, feature = "fuzzing"))]
 pub async fn connection<R, W>(core: Shared, rd: R, wr: W)
 where
     R: AsyncRead + Unpin + 'static,
@@ -213,7 +214,8 @@ impl Drop for Handshaking {
 
 /// As `connection`, naming the peer in logs. The connection stays on this
 /// shard (a stream that is not a socket cannot be handed over).
-pub async fn connection_from<R, W>(core: Shared, mut rd: R, mut wr: W, peer: Peer)
+#[cfg(any(test, feature = "fuzzing"))]
+async fn connection_from<R, W>(core: Shared, mut rd: R, mut wr: W, peer: Peer)
 where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,

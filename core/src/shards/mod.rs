@@ -45,7 +45,7 @@ pub mod thread;
 /// The router's side of shards: the subscriptions each other shard's
 /// instances hold, the shared round-robin cursors, and the flag bits that
 /// carry a sender's dest_refresh between shards.
-pub use cumulo_router::shards::{mirror, policy_bits, policy_of, turns, FLAGS_MASK};
+pub use cumulo_router::shards::{mirror, turns};
 
 use cumulo_config::policy::PolicyConfig;
 use cumulo_config::ServiceOptions;

@@ -8,6 +8,7 @@ use super::*;
 use crate::fuzzing::small_limits;
 use cumulo_config::{DestRefresh, ServiceOptions};
 use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
+use cumulo_router::shards::{policy_bits, policy_of, FLAGS_MASK};
 use cumulo_router::Endpoint;
 use std::cell::RefCell;
 use std::time::Duration;

@@ -19,7 +19,8 @@ pub const RECV_ASYNC: u32 = 4;
 pub const RETURN_ASYNC: u32 = 5;
 pub const RETURN_SYNC: u32 = 6;
 pub const RETURNS_ASYNC: u32 = 7;
-pub const KEEPALIVE: u32 = 8;
+// 8 is KEEPALIVE, which CloudI sends to external services over UDP only
+// (connection.rs): never written here.
 pub const SUBSCRIBE_COUNT: u32 = 10;
 pub const TERM: u32 = 11;
 
@@ -283,10 +284,6 @@ pub fn encode_returns_async(out: &mut Vec<u8>, trans_ids: &[u8]) {
 
 pub fn encode_subscribe_count(out: &mut Vec<u8>, count: u32) {
     message(out, SUBSCRIBE_COUNT, |b| b.extend_from_slice(&count.to_ne_bytes()));
-}
-
-pub fn encode_keepalive(out: &mut Vec<u8>) {
-    message(out, KEEPALIVE, |_| {});
 }
 
 pub fn encode_term(out: &mut Vec<u8>) {
