@@ -4,11 +4,10 @@
 
 use crate::admin::{AdminContext, LogControl};
 use crate::reload::Reloader;
-use crate::supervisor::Supervisor;
 use anyhow::Context;
 use cumulo_config::Config;
-use cumulo_router::{Core, Limits, Shared, Stats};
-use std::cell::RefCell;
+use cumulo_node::supervisor::Supervisor;
+use cumulo_router::{Core, Shared, Stats};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::LocalSet;
@@ -26,8 +25,10 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 
 /// As `run`, with the handle that lets the admin API change the log level.
 pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
+    // The internal services the node can run: this binary's catalogue.
+    cumulo_node::catalogue::set(crate::internal::create, crate::internal::settings::CATALOGUE);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let mut ends = crate::shards::channels(cfg.core.threads);
+    let mut ends = cumulo_node::shards::channels(cfg.core.threads);
     let stoppers = ends[0].peers.clone();
     let mut threads = Vec::new();
     let first = if cfg.core.threads > 1 {
@@ -35,7 +36,7 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         // connections among them.
         crate::internal::share_ports_across_shards();
         for e in ends.drain(1..) {
-            threads.push(crate::shards::thread::spawn(cfg.clone(), e)?);
+            threads.push(cumulo_node::shards::thread::spawn(cfg.clone(), e)?);
         }
         ends.pop()
     } else {
@@ -45,7 +46,8 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     // Told already when shard 0 stopped normally; not when it failed to
     // start (a socket in use): a shard that is told twice stops once.
     for tx in stoppers.iter().skip(1) {
-        let _ = tx.blocking_send(crate::shards::Envelope { from: 0, message: crate::shards::Message::Stop });
+        let _ =
+            tx.blocking_send(cumulo_node::shards::Envelope { from: 0, message: cumulo_node::shards::Message::Stop });
     }
     let mut total = Stats::default();
     for t in threads {
@@ -61,46 +63,16 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     })
 }
 
-/// The routing limits of a config, the same for every shard.
-pub(crate) fn limits(cfg: &Config) -> Limits {
-    Limits {
-        node_id: cfg.core.node_id,
-        max_frame: cfg.core.max_frame,
-        max_outbox: cfg.core.max_outbox as usize,
-        max_parked: cfg.core.max_parked as usize,
-        max_queued_bytes: cfg.core.max_queued_bytes as usize,
-        max_sender_queued_bytes: cfg.core.max_sender_queued_bytes as usize,
-        names: cfg.name_limits(),
-        max_subscriptions: cfg.core.max_subscriptions as usize,
-        hello_timeout: Duration::from_millis(cfg.core.hello_timeout as u64),
-        keepalive: Duration::from_millis(cfg.core.keepalive as u64),
-        max_connections: cfg.core.max_connections,
-        allow_unmanaged: cfg.core.allow_unmanaged,
-        tcp_anonymous: cfg.core.tcp_anonymous,
-        unix_anonymous: cfg.core.unix_anonymous,
-        spread_instances: cfg.core.spread_instances,
-    }
-}
-
-/// One shard's core: its limits, the options of unmanaged instances and
-/// the `[[client]]`s it admits by token.
-pub(crate) fn new_core(cfg: &Config) -> Shared {
-    let mut core = Core::new(limits(cfg), cfg.core.unmanaged.clone());
-    core.set_clients(Rc::new(cumulo_router::Clients::new(&cfg.clients, &cfg.core.unmanaged)));
-    core.set_policies(&cfg.policies);
-    Rc::new(RefCell::new(core))
-}
-
 /// Shard 0 (the only one with `core.threads` = 1): the listeners, the
 /// supervisor, the admin API and the cluster.
-async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>) -> anyhow::Result<Stats> {
+async fn serve(cfg: Config, log: LogControl, shard: Option<cumulo_node::shards::Ends>) -> anyhow::Result<Stats> {
     let mut signals = ShutdownSignals::install();
     let reloader: Rc<std::cell::OnceCell<Rc<Reloader>>> = Rc::default();
     tokio::task::spawn_local(reload_on_hangup(reloader.clone()));
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
-    let core = new_core(&cfg);
-    let shards = shard.map(|ends| Rc::new(crate::shards::attach(&core, ends)));
+    let core = cumulo_node::runtime::new_core(&cfg);
+    let shards = shard.map(|ends| Rc::new(cumulo_node::shards::attach(&core, ends)));
     raise_open_files_limit(cfg.core.max_connections);
 
     // Every listener is bound before any service starts: a socket in use is
@@ -110,8 +82,9 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
     // (another core on this machine) lets the core start without its admin
     // API, with a warning (`admin::bind`).
     let admin = crate::admin::bind(&cfg.admin)?;
-    let unix = crate::listener::bind_unix(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?;
-    tokio::task::spawn_local(crate::listener::serve_unix(core.clone(), unix));
+    let unix =
+        cumulo_node::listener::bind_unix(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?;
+    tokio::task::spawn_local(cumulo_node::listener::serve_unix(core.clone(), unix));
     if let Some(addr) = &cfg.core.tcp {
         let l = bind_tcp(addr, cfg.core.allow_remote).await?;
         let tls = tcp_tls(&cfg.core)?;
@@ -121,10 +94,10 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
             (Some(_), Some(_)) => ("TLS over tcp", ", client certificates required"),
         };
         tracing::info!("listening for instances ({scheme}{clients}) on tcp://{}", l.local_addr()?);
-        tokio::task::spawn_local(crate::listener::serve_tcp(core.clone(), l, tls));
+        tokio::task::spawn_local(cumulo_node::listener::serve_tcp(core.clone(), l, tls));
     }
-    tokio::task::spawn_local(timer_loop(core.clone()));
-    tokio::task::spawn_local(health_loop(core.clone()));
+    tokio::task::spawn_local(cumulo_node::runtime::timer_loop(core.clone()));
+    tokio::task::spawn_local(cumulo_node::runtime::health_loop(core.clone()));
 
     let supervisor = Supervisor::new(core.clone(), cfg.base_dir.clone(), socket.display().to_string());
     if let Some(links) = &shards {
@@ -197,7 +170,7 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<crate::shards::Ends>)
         c.leave().await;
     }
     let _ = std::fs::remove_file(&socket);
-    let stats = crate::shards::report::snapshot(&core.borrow(), 0, &[]).stats;
+    let stats = cumulo_node::shards::report::snapshot(&core.borrow(), 0, &[]).stats;
     Ok(stats)
 }
 
@@ -295,46 +268,6 @@ impl ShutdownSignals {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",
         }
-    }
-}
-
-/// Fires request timeouts: each expired request gets its TIMEOUT response.
-/// Sleeps until the earliest deadline held (`timeouts.rs`), or until a
-/// request with an earlier one is armed.
-pub(crate) async fn timer_loop(core: Shared) {
-    /// Expired requests answered per turn of the event loop, so that a mass
-    /// expiry does not hold the thread.
-    const BATCH: usize = 1024;
-    loop {
-        let (more, next, wake) = {
-            let mut c = core.borrow_mut();
-            let more = c.expire_due(BATCH);
-            (more, c.next_deadline(), c.timers().wake.clone())
-        };
-        if more {
-            tokio::task::yield_now().await;
-            continue;
-        }
-        match next {
-            Some(at) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at.into()) => {}
-                    _ = wake.notified() => {}
-                }
-            }
-            None => wake.notified().await,
-        }
-    }
-}
-
-/// Sends the health probes that are due (`[service.health]`), checked
-/// every 100 ms: a probe's interval is at least that.
-pub(crate) async fn health_loop(core: Shared) {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        core.borrow_mut().health_tick();
     }
 }
 

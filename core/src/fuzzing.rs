@@ -27,34 +27,13 @@ pub mod filesystem {
 pub const HTTP_SESSION_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Limits small enough that a fuzzer reaches them.
-pub use cumulo_router::test_util::small_limits;
-
-/// Runs `f` on a fresh current-thread runtime with a paused clock, inside a
-/// `LocalSet`. The paused clock needs tokio's `test-util`, which the
-/// `fuzzing` feature turns on; it stays off in the daemon's build because it
-/// puts a lock on every clock read.
-#[cfg(any(test, feature = "fuzzing"))]
-pub fn run<F: std::future::Future>(f: F) -> F::Output {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
-    tokio::task::LocalSet::new().block_on(&rt, f)
-}
-
-/// As [`run`] with the real clock (tests that use more than one thread).
-#[cfg(any(test, feature = "fuzzing"))]
-pub fn run_unpaused<F: std::future::Future>(f: F) -> F::Output {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a current-thread runtime");
-    tokio::task::LocalSet::new().block_on(&rt, f)
-}
+pub use cumulo_node::test_util::{run, run_unpaused, small_limits};
 
 /// A fresh core with its timer loop and the internal `echo` service
 /// subscribed under `/echo/`. Call inside a `LocalSet`.
 pub async fn start_core(limits: Limits) -> Shared {
     let core = Rc::new(RefCell::new(Core::new(limits, ServiceOptions::default())));
-    tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+    tokio::task::spawn_local(cumulo_node::runtime::timer_loop(core.clone()));
     let echo = crate::internal::create("echo", &toml::Table::new()).expect("echo takes empty settings");
     let api = InternalApi::connect(&core, "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1).expect("echo instance");
     tokio::task::spawn_local(echo.run(api));
@@ -69,10 +48,10 @@ pub async fn start_core(limits: Limits) -> Shared {
 /// shard 0 and known to every shard. Call inside a `LocalSet`.
 pub async fn start_shards(limits: Limits, count: u32) -> Vec<Shared> {
     let mut cores = Vec::new();
-    for ends in crate::shards::channels(count) {
+    for ends in cumulo_node::shards::channels(count) {
         let core = Rc::new(RefCell::new(Core::new(limits.clone(), ServiceOptions::default())));
-        crate::shards::attach(&core, ends);
-        tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+        cumulo_node::shards::attach(&core, ends);
+        tokio::task::spawn_local(cumulo_node::runtime::timer_loop(core.clone()));
         cores.push(core);
     }
     let echo = crate::internal::create("echo", &toml::Table::new()).expect("echo takes empty settings");
@@ -91,7 +70,7 @@ pub async fn start_shards(limits: Limits, count: u32) -> Vec<Shared> {
 pub async fn socket_session(core: &Shared, input: &[u8], chunk: usize, linger: Duration) -> Vec<u8> {
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (srd, swr) = tokio::io::split(server);
-    let served = tokio::task::spawn_local(crate::listener::connection(core.clone(), srd, swr));
+    let served = tokio::task::spawn_local(cumulo_node::listener::connection(core.clone(), srd, swr));
     let (mut rd, mut wr) = tokio::io::split(client);
     let write = async move {
         for piece in input.chunks(chunk.max(1)) {

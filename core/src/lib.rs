@@ -19,18 +19,13 @@
 
 pub mod admin;
 pub mod cli;
-// Public for the fuzz targets (the term decoder and CloudI's messages) only.
+/// CloudI's term decoder and messages, for the fuzz targets.
 #[cfg(any(test, feature = "fuzzing"))]
-pub mod cloudi;
-#[cfg(not(any(test, feature = "fuzzing")))]
-mod cloudi;
+pub use cumulo_node::cloudi;
 
 pub mod daemon;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod internal;
-mod listener;
 mod reload;
-mod shards;
-mod supervisor;

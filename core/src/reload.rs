@@ -20,9 +20,9 @@
 //!   breakers start over); unchanged, the policies in force stay as they
 //!   are.
 
-use crate::supervisor::{ServiceChanges, Supervisor};
 use cumulo_config::policy::PolicyConfig;
 use cumulo_config::{Config, ServiceConfig};
+use cumulo_node::supervisor::{ServiceChanges, Supervisor};
 use cumulo_router::ServiceId;
 use serde::Serialize;
 use serde_json::Value;

@@ -46,6 +46,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-cron", &["cumulo-service"]),
     ("cumulo-chaos", &["cumulo-service"]),
     ("cumulo-cluster", &["cumulo-config", "cumulo-proto", "cumulo-router"]),
+    // A node's runtime: the listener, the supervisor, CloudI's protocol,
+    // the shards, InternalApi. No HTTP, NATS or WebSocket (CONFINED).
+    ("cumulo-node", &["cumulo-config", "cumulo-proto", "cumulo-router", "cumulo-service", "cumulo-sys", "cumulo-tls"]),
     // The HTTP gateway: the core through the service API only.
     ("cumulo-gateway", &["cumulo-filesystem", "cumulo-proto", "cumulo-service", "cumulo-sys", "cumulo-tls"]),
     (
@@ -61,6 +64,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "cumulo-health-check",
             "cumulo-http-client",
             "cumulo-loadgen",
+            "cumulo-node",
             "cumulo-pattern",
             "cumulo-proto",
             "cumulo-queue",

@@ -26,9 +26,9 @@ mod websockets;
 pub use auth::Guard;
 pub use log_level::{check_filter, LogControl};
 
-use crate::supervisor::Supervisor;
 use connections::{Admission, Slots};
 use cumulo_config::{AdminConfig, Role};
+use cumulo_node::supervisor::Supervisor;
 use cumulo_router::Shared;
 use cumulo_sys::Throttle;
 use http_body_util::{BodyExt, Limited};
@@ -68,7 +68,7 @@ pub struct AdminContext {
     /// The tokens and the brake on guessing them.
     pub auth: auth::Guard,
     /// The other shards (`core.threads` > 1), whose counters the views add.
-    pub shards: Option<Rc<crate::shards::Links>>,
+    pub shards: Option<Rc<cumulo_node::shards::Links>>,
     /// The other nodes of the cloud, when `[cluster]` is configured.
     pub cluster: Option<Rc<std::cell::RefCell<cumulo_cluster::Membership>>>,
     pub started: Instant,

@@ -5,7 +5,7 @@
 //! (shards/report.rs), and `cumulo_shard_*` show each shard's share.
 
 use super::{views, AdminContext};
-use crate::shards::report::{Reports, ResilienceTotals};
+use cumulo_node::shards::report::{Reports, ResilienceTotals};
 use cumulo_router::{BreakerState, ProcessUsage, PromText, ServiceCounts};
 
 struct Series {
@@ -203,12 +203,13 @@ pub async fn render(ctx: &AdminContext) -> String {
 
 /// Each shard's share (`core.threads`), and whether it answered in time.
 fn per_shard(p: &mut PromText, reports: &Reports) {
-    let mut each = |name: &str, kind: &str, help: &str, value: &dyn Fn(&crate::shards::report::ShardReport) -> u64| {
-        p.header(name, kind, help);
-        for r in &reports.shards {
-            p.sample(name, &[("shard", &r.shard.to_string())], value(r));
-        }
-    };
+    let mut each =
+        |name: &str, kind: &str, help: &str, value: &dyn Fn(&cumulo_node::shards::report::ShardReport) -> u64| {
+            p.header(name, kind, help);
+            for r in &reports.shards {
+                p.sample(name, &[("shard", &r.shard.to_string())], value(r));
+            }
+        };
     each("cumulo_shard_requests_total", "counter", "Requests that entered the core on the shard.", &|r| {
         r.stats.requests
     });

@@ -1,7 +1,7 @@
 //! Answers of the admin API: JSON bodies, and errors as
 //! `{"code": "...", "message": "..."}` with a matching HTTP status.
 
-use crate::supervisor::OpError;
+use cumulo_node::supervisor::OpError;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{header, Response, StatusCode};

@@ -5,8 +5,8 @@
 
 use super::reply::{Answer, ApiError};
 use super::{views, AdminContext};
-use crate::shards::policies;
-use crate::shards::report::ResilienceTotals;
+use cumulo_node::shards::policies;
+use cumulo_node::shards::report::ResilienceTotals;
 use hyper::StatusCode;
 use serde_json::{json, Value};
 

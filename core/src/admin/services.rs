@@ -2,7 +2,7 @@
 
 use super::reply::{Answer, ApiError};
 use super::{service_id, views, AdminContext};
-use crate::supervisor::ServiceChanges;
+use cumulo_node::supervisor::ServiceChanges;
 use hyper::StatusCode;
 use serde_json::{json, Value};
 use std::rc::Rc;

@@ -1,8 +1,8 @@
 //! Services as the admin API shows them (JSON).
 
 use super::AdminContext;
-use crate::shards::report::{self, Reports, ServiceReport};
-use crate::supervisor::Service;
+use cumulo_node::shards::report::{self, Reports, ServiceReport};
+use cumulo_node::supervisor::Service;
 use cumulo_router::Core;
 use serde_json::{json, Value};
 

@@ -3,7 +3,6 @@
 //! (subscribe, send_async, send_sync, mcast_async, recv_async, return,
 //! forward). The HTTP gateway and the load generator are built on it.
 
-mod api;
 mod echo;
 #[cfg(test)]
 mod gateway_tests;
@@ -13,9 +12,9 @@ mod gateway_tests;
 pub mod http;
 pub mod settings;
 
-pub use api::InternalApi;
 pub use cumulo_gateway::share_ports_across_shards;
 pub use cumulo_gateway::websocket_table;
+pub use cumulo_node::api::{InternalApi, InternalService};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -37,13 +36,6 @@ pub fn render_tls_metrics(p: &mut cumulo_router::PromText) {
         "TLS handshakes the TCP listener for instances did not complete (not TLS, no or an unknown client certificate, or past core.hello_timeout).",
     );
     p.sample(name, &[], handshake_failures(Listener::Tcp));
-}
-
-/// A service built into the core. One value is created per instance
-/// (count_process x count_thread of them); `run` owns its instance's API
-/// until the core stops.
-pub trait InternalService {
-    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
 }
 
 /// The services that are crates of their own see the core only through the

@@ -2,7 +2,7 @@
 //! into the core, run as tasks on the core's event loop.
 
 use super::{ProcState, Service, Slot, Supervisor};
-use crate::internal::InternalApi;
+use crate::api::InternalApi;
 use std::rc::Rc;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +23,7 @@ impl Supervisor {
             for _ in 0..cfg.count_thread {
                 let options = svc.options.borrow().clone();
                 let created =
-                    crate::internal::create(&name, &cfg.settings).map_err(|m| m.to_string()).and_then(|service| {
+                    crate::catalogue::create(&name, &cfg.settings).map_err(|m| m.to_string()).and_then(|service| {
                         let api = InternalApi::connect(
                             &self.core,
                             &svc.prefix,

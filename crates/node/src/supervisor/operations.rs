@@ -203,12 +203,8 @@ impl Supervisor {
         let old = svc.config().clone();
         let mut new = old.clone();
         changes.apply(&mut new);
-        cumulo_config::validate_service(
-            &format!("service {id} ({})", svc.prefix),
-            &new,
-            &crate::internal::settings::CATALOGUE,
-        )
-        .map_err(|(field, reason)| OpError::Invalid { field, reason })?;
+        cumulo_config::validate_service(&format!("service {id} ({})", svc.prefix), &new, crate::catalogue::checks())
+            .map_err(|(field, reason)| OpError::Invalid { field, reason })?;
         if new.count_process > old.count_process {
             let busy: Vec<u32> = svc
                 .slots

@@ -8,6 +8,7 @@ use cumulo_router::Shared;
 use cumulo_router::{InternalInbox, OwnedRequest, Response};
 use std::cell::RefCell;
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use tokio::sync::oneshot;
 
@@ -330,10 +331,17 @@ impl cumulo_service::ServiceApi for InternalApi {
     }
 }
 
+/// A service built into the core. One value is created per instance
+/// (count_process x count_thread of them); `run` owns its instance's API
+/// until the core stops.
+pub trait InternalService {
+    fn run(self: Box<Self>, api: InternalApi) -> Pin<Box<dyn Future<Output = ()>>>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzzing::{run, small_limits};
+    use crate::test_util::{run, small_limits};
     use cumulo_config::ServiceOptions;
     use std::time::Duration;
 

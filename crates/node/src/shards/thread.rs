@@ -7,7 +7,7 @@
 //! the other shards after their HELLO (`handoff`).
 
 use super::{Ends, GatewayOrder};
-use crate::internal::InternalApi;
+use crate::api::InternalApi;
 use cumulo_config::Config;
 use cumulo_router::InstanceId;
 use cumulo_router::ServiceMetrics;
@@ -36,10 +36,10 @@ pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle
 
 async fn serve(cfg: Config, ends: Ends) -> Stats {
     let index = ends.index;
-    let core = crate::daemon::new_core(&cfg);
+    let core = crate::runtime::new_core(&cfg);
     let links = super::attach(&core, ends);
-    tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
-    tokio::task::spawn_local(crate::daemon::health_loop(core.clone()));
+    tokio::task::spawn_local(crate::runtime::timer_loop(core.clone()));
+    tokio::task::spawn_local(crate::runtime::health_loop(core.clone()));
     tokio::task::spawn_local(keepalive(core.clone()));
     tracing::debug!("shard {index} running");
     links.stopped().await;
@@ -118,7 +118,7 @@ impl Gateways {
         let cancel = CancellationToken::new();
         let mut ids = Vec::new();
         for _ in 0..spec.count_thread {
-            let started = crate::internal::create("http", &spec.settings).and_then(|service| {
+            let started = crate::catalogue::create("http", &spec.settings).and_then(|service| {
                 let api = InternalApi::connect(
                     core,
                     &spec.prefix,

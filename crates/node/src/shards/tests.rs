@@ -5,7 +5,7 @@
 //! one shard on a thread of its own.
 
 use super::*;
-use crate::fuzzing::small_limits;
+use crate::test_util::small_limits;
 use cumulo_config::{DestRefresh, ServiceOptions};
 use cumulo_proto::{Send, Status, TransId, TransIdGen, REQUEST_MCAST};
 use cumulo_router::shards::{policy_bits, policy_of, FLAGS_MASK};
@@ -131,8 +131,8 @@ fn two_shards() -> (Shared, Shared) {
     let (a, b) = (new(), new());
     attach(&a, e0);
     attach(&b, e1);
-    tokio::task::spawn_local(crate::daemon::timer_loop(a.clone()));
-    tokio::task::spawn_local(crate::daemon::timer_loop(b.clone()));
+    tokio::task::spawn_local(crate::runtime::timer_loop(a.clone()));
+    tokio::task::spawn_local(crate::runtime::timer_loop(b.clone()));
     (a, b)
 }
 
@@ -145,7 +145,7 @@ async fn settle() {
 
 #[test]
 fn a_request_crosses_shards_and_its_answer_comes_back() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let server = Client::connect(&b, "/s/", 1);
         server.subscribe("echo");
@@ -170,7 +170,7 @@ fn a_request_crosses_shards_and_its_answer_comes_back() {
 
 #[test]
 fn closest_prefers_an_instance_on_the_same_shard() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let near = Client::connect(&a, "/s/", 64);
         let far = Client::connect(&b, "/s/", 64);
@@ -193,7 +193,7 @@ fn closest_prefers_an_instance_on_the_same_shard() {
 
 #[test]
 fn mcast_reaches_every_instance_on_both_shards_and_every_answer_comes_back() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let servers = [Client::connect(&a, "/s/", 4), Client::connect(&b, "/s/", 4), Client::connect(&b, "/s/", 4)];
         for s in &servers {
@@ -225,7 +225,7 @@ fn mcast_reaches_every_instance_on_both_shards_and_every_answer_comes_back() {
 #[test]
 fn mcast_to_thousands_of_instances_of_another_shard_reaches_every_one() {
     const SERVERS: usize = 3000;
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let mut ends = channels(2);
         let (e1, e0) = (ends.pop().unwrap(), ends.pop().unwrap());
         let limits = cumulo_router::Limits {
@@ -238,8 +238,8 @@ fn mcast_to_thousands_of_instances_of_another_shard_reaches_every_one() {
         let (a, b) = (new(), new());
         attach(&a, e0);
         attach(&b, e1);
-        tokio::task::spawn_local(crate::daemon::timer_loop(a.clone()));
-        tokio::task::spawn_local(crate::daemon::timer_loop(b.clone()));
+        tokio::task::spawn_local(crate::runtime::timer_loop(a.clone()));
+        tokio::task::spawn_local(crate::runtime::timer_loop(b.clone()));
         let servers: Vec<Client> = (0..SERVERS).map(|_| Client::connect(&b, "/s/", 4)).collect();
         for s in &servers {
             s.subscribe("m");
@@ -273,7 +273,7 @@ fn mcast_to_thousands_of_instances_of_another_shard_reaches_every_one() {
 
 #[test]
 fn mcast_gives_an_instance_of_another_shard_matching_by_two_patterns_one_copy() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         // As e2e mcast.rs with the instances spread: one instance here and
         // one there subscribe two matching patterns, one there a third.
@@ -308,7 +308,7 @@ fn mcast_gives_an_instance_of_another_shard_matching_by_two_patterns_one_copy() 
 
 #[test]
 fn closest_spills_to_another_shard_when_every_instance_here_is_busy() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let (near, far) = (Client::connect(&a, "/s/", 1), Client::connect(&b, "/s/", 1));
         near.subscribe("x");
@@ -338,7 +338,7 @@ fn closest_spills_to_another_shard_when_every_instance_here_is_busy() {
 
 #[test]
 fn a_request_routed_back_to_its_shard_gets_one_true_answer() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let (near, far) = (Client::connect(&a, "/s/", 1), Client::connect(&b, "/s/", 1));
         near.subscribe("x");
@@ -380,7 +380,7 @@ fn a_request_routed_back_to_its_shard_gets_one_true_answer() {
 
 #[test]
 fn round_robin_takes_every_instance_of_both_shards_in_turn_from_either_shard() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let rr = Rc::new(ServiceOptions { dest_refresh: DestRefresh::RoundRobin, ..ServiceOptions::default() });
         for c in [&a, &b] {
@@ -416,7 +416,7 @@ fn round_robin_takes_every_instance_of_both_shards_in_turn_from_either_shard() {
 
 #[test]
 fn a_forward_crosses_shards_twice_and_the_sender_gets_the_final_answer() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let first = Client::connect(&b, "/first/", 1);
         first.subscribe("x");
@@ -443,7 +443,7 @@ fn a_forward_crosses_shards_twice_and_the_sender_gets_the_final_answer() {
 
 #[test]
 fn one_receiver_takes_requests_from_both_shards_in_priority_then_fifo_order() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let server = Client::connect(&b, "/s/", 1);
         server.subscribe("q");
@@ -481,7 +481,7 @@ fn one_receiver_takes_requests_from_both_shards_in_priority_then_fifo_order() {
 
 #[test]
 fn a_request_to_another_shard_times_out_once_and_a_late_answer_is_dropped() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let server = Client::connect(&b, "/s/", 1);
         server.subscribe("slow");
@@ -507,7 +507,7 @@ fn a_request_to_another_shard_times_out_once_and_a_late_answer_is_dropped() {
 
 #[test]
 fn an_instance_dying_fails_at_once_what_it_held_from_both_shards() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let server = Client::connect(&b, "/s/", 4);
         server.subscribe("d");
@@ -543,7 +543,7 @@ fn an_instance_dying_fails_at_once_what_it_held_from_both_shards() {
 
 #[test]
 fn subscriptions_changed_at_run_time_reach_the_other_shard() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let server = Client::connect(&b, "/s/", 1);
         server.subscribe("x");
@@ -569,7 +569,7 @@ fn subscriptions_changed_at_run_time_reach_the_other_shard() {
 
 #[test]
 fn instance_ids_and_multicast_stamps_never_meet_across_shards() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let (a, b) = two_shards();
         let ids_a: Vec<_> = (0..5).map(|_| Client::connect(&a, "/c/", 1).id).collect();
         let ids_b: Vec<_> = (0..5).map(|_| Client::connect(&b, "/c/", 1).id).collect();
@@ -587,21 +587,26 @@ fn across_real_threads() {
     let e0 = ends.pop().unwrap();
     let stop = e0.peers[1].clone(); // to shard 1's inbox
     let other = std::thread::spawn(move || {
-        crate::fuzzing::run_unpaused(async move {
+        crate::test_util::run_unpaused(async move {
             let core = Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
             let links = attach(&core, e1);
-            tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
-            let echo = crate::internal::create("echo", &toml::Table::new()).unwrap();
-            let api = crate::internal::InternalApi::connect(&core, "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1)
-                .unwrap();
-            tokio::task::spawn_local(echo.run(api));
+            tokio::task::spawn_local(crate::runtime::timer_loop(core.clone()));
+            // An echo of its own: the binary's catalogue is not the node's.
+            let api =
+                crate::api::InternalApi::connect(&core, "/echo/", Rc::default(), Rc::default(), 0, 0, 1, 1).unwrap();
+            tokio::task::spawn_local(async move {
+                api.subscribe("*").unwrap();
+                while let Some(req) = api.next_request().await {
+                    api.return_(&req, Status::Ok, &req.request_info, &req.request);
+                }
+            });
             links.stopped().await;
         })
     });
-    crate::fuzzing::run_unpaused(async move {
+    crate::test_util::run_unpaused(async move {
         let core = Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
         let links = attach(&core, e0);
-        tokio::task::spawn_local(crate::daemon::timer_loop(core.clone()));
+        tokio::task::spawn_local(crate::runtime::timer_loop(core.clone()));
         while core.borrow_mut().registry_mut().lookup("/echo/x").is_none() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -642,8 +647,8 @@ fn two_shards_linked() -> ((Shared, Links), (Shared, Links)) {
     let new = || Rc::new(RefCell::new(Core::new(small_limits(), ServiceOptions::default())));
     let (a, b) = (new(), new());
     let (la, lb) = (attach(&a, e0), attach(&b, e1));
-    tokio::task::spawn_local(crate::daemon::timer_loop(a.clone()));
-    tokio::task::spawn_local(crate::daemon::timer_loop(b.clone()));
+    tokio::task::spawn_local(crate::runtime::timer_loop(a.clone()));
+    tokio::task::spawn_local(crate::runtime::timer_loop(b.clone()));
     ((a, la), (b, lb))
 }
 
@@ -654,7 +659,7 @@ async fn gather(core: &Shared, links: &Links) -> report::Reports {
 
 #[test]
 fn reports_of_both_shards_count_a_request_that_crossed_them_once() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let ((a, la), (b, _lb)) = two_shards_linked();
         let server = Client::connect(&b, "/s/", 8);
         server.subscribe("echo");
@@ -691,7 +696,7 @@ fn reports_of_both_shards_count_a_request_that_crossed_them_once() {
 
 #[test]
 fn a_shard_that_does_not_answer_is_named_missing_within_the_timeout_and_asked_once() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         // Shard 1's inbox exists, but nothing reads it: a shard stuck.
         let mut ends = channels(2);
         let mut e1 = ends.pop().unwrap();
@@ -841,7 +846,7 @@ fn listen(core: &Shared, name: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_service_connection_is_handed_to_its_shard_routed_to_from_both_retired_and_its_death_reported() {
-    crate::fuzzing::run_unpaused(async {
+    crate::test_util::run_unpaused(async {
         let (a, b) = two_shards();
         // Process 1 of a one-thread service: (1 * 1 + 0) % 2 = shard 1.
         process_slot(&a, "t1", 1, 1);
@@ -899,7 +904,7 @@ fn a_service_connection_is_handed_to_its_shard_routed_to_from_both_retired_and_i
 
 #[test]
 fn process_zero_stays_on_shard_zero_and_closest_keeps_traffic_on_each_shard() {
-    crate::fuzzing::run_unpaused(async {
+    crate::test_util::run_unpaused(async {
         let (a, b) = two_shards();
         process_slot(&a, "t0", 0, 1);
         process_slot(&a, "t1", 1, 1);
@@ -938,7 +943,7 @@ fn a_service_spreads_by_process_and_thread() {
 
 #[test]
 fn unmanaged_instances_stay_on_the_shard_that_admitted_them() {
-    crate::fuzzing::run_unpaused(async {
+    crate::test_util::run_unpaused(async {
         let (a, b) = two_shards();
         let path = listen(&a, "unmanaged");
         let mut ids = Vec::new();
@@ -972,7 +977,7 @@ fn one_failure_breaker(name: &str) -> cumulo_config::policy::PolicyConfig {
 
 #[test]
 fn policies_set_and_breakers_reset_on_shard_zero_reach_the_other_shard() {
-    crate::fuzzing::run(async {
+    crate::test_util::run(async {
         let ((a, la), (b, _lb)) = two_shards_linked();
         let missing = policies::set_everywhere(&a, Some(&la), vec![one_failure_breaker("p")]).await;
         assert!(missing.is_empty());
@@ -1005,7 +1010,7 @@ fn policies_set_and_breakers_reset_on_shard_zero_reach_the_other_shard() {
 /// service does not serve is NO_SERVICE once that moment has passed.
 #[test]
 fn a_request_racing_a_new_subscription_on_another_shard_waits_for_its_copy() {
-    crate::fuzzing::run_unpaused(async {
+    crate::test_util::run_unpaused(async {
         let (a, b) = two_shards();
         a.borrow().availability().register(7, "/s/").slot_added(cumulo_router::SlotPhase::Running);
         process_slot(&a, "t0", 0, 1);
