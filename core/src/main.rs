@@ -104,7 +104,7 @@ enum Command {
         #[command(subcommand)]
         command: Option<ResiliencyCommand>,
     },
-    /// Change a running core's log level (e.g. debug, or "info,cumulo_core::routing=debug").
+    /// Change a running core's log level (e.g. debug, or "info,cumulo_router::routing=debug").
     #[command(after_help = help::LOG_LEVEL)]
     LogLevel {
         /// error, warn, info, debug, trace, or per-module directives.

@@ -330,7 +330,7 @@ def start_core(services: list[dict], admin_port: int = 0, core_keys: dict | None
     write_config(config, socket, services, admin_port, core_keys)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUMULO_")}
     # The supervisor's debug lines say when each process is initialized.
-    env.update(NO_COLOR="1", CUMULO_LOG="info,cumulo_core::supervisor=debug")
+    env.update(NO_COLOR="1", CUMULO_LOG="info,cumulo_node::supervisor=debug")
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(CUMULO_BIN), "run", "--config", str(config)], stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=tmp)

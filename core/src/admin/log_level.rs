@@ -37,7 +37,7 @@ impl LogControl {
 const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
 
 /// A filter is a comma-separated list of `LEVEL` or `TARGET=LEVEL`
-/// ("info,cumulo_core::routing=debug"). Checked strictly: a bare word that
+/// ("info,cumulo_router::routing=debug"). Checked strictly: a bare word that
 /// is no level would otherwise be read as a target and silence everything.
 pub fn check_filter(filter: &str) -> Result<(), String> {
     let directives: Vec<&str> = filter.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
@@ -57,7 +57,7 @@ pub fn check_filter(filter: &str) -> Result<(), String> {
         if let Some(t) = target {
             let ok = !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || "_:-.".contains(c));
             if !ok {
-                return Err(format!("'{t}' is not a target (letters, digits, _ : - . as in cumulo_core::routing)"));
+                return Err(format!("'{t}' is not a target (letters, digits, _ : - . as in cumulo_router::routing)"));
             }
         }
     }

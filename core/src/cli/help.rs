@@ -79,7 +79,7 @@ pub const RESILIENCY_SET: &str = examples!(
 );
 pub const LOG_LEVEL: &str = examples!(
     "cumulo log-level debug                        more detail, without a restart",
-    "cumulo log-level 'info,cumulo_core::routing=debug'",
+    "cumulo log-level 'info,cumulo_router::routing=debug'",
 );
 
 pub const RELOAD: &str = examples!(
