@@ -918,7 +918,9 @@ impl Core {
     pub(crate) fn recheck(&mut self, tid: TransId) {
         let Some(f) = self.inflight.get_mut(&tid) else { return };
         f.recheck = false;
-        if f.dest != 0 {
+        // A subscription took it meanwhile (it may even be waiting out a
+        // retry's backoff now, dest 0 but not parked): nothing to look at.
+        if !matches!(f.held, Held::Parked(_)) {
             return;
         }
         let held = std::mem::replace(&mut f.held, Held::No);

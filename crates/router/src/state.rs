@@ -628,10 +628,10 @@ impl Core {
             let f = self.inflight.get(&tid);
             if f.is_some_and(|f| f.deadline <= now) {
                 self.expire(tid);
-            } else if f.is_some_and(|f| f.recheck) {
-                self.recheck(tid);
             } else if self.resilience.as_deref().is_some_and(|r| r.retry_due(&tid, at)) {
                 self.fire_retry(tid);
+            } else if f.is_some_and(|f| f.recheck) {
+                self.recheck(tid);
             }
         }
         true
