@@ -3,8 +3,8 @@
 //! everything on SIGTERM/SIGINT.
 
 use crate::admin::{AdminContext, LogControl};
-use crate::reload::Reloader;
 use anyhow::Context;
+use cumulo_admin::Reloader;
 use cumulo_config::Config;
 use cumulo_node::supervisor::Supervisor;
 use cumulo_router::{Core, Shared, Stats};

@@ -1,23 +1,17 @@
-//! cumulo core: the daemon that starts, supervises and connects services.
+//! cumulo: the binary that wires the crates into a daemon, and its CLI.
 //!
-//! Module map (see docs/ARCHITECTURE.md; the config, names and patterns,
-//! the OS calls, the load generator and the queue are crates of their own):
-//! - `registry`: who subscribes what;
-//! - `state`, `routing`, `queue`, `instance`: requests in flight, queues,
-//!   windows, timeouts — the hot path;
-//! - `shards`: the core on several threads (other shards as pseudo-instances);
-//! - `cloudi`: CloudI's external-service protocol, for unmodified CloudI services;
-//! - `listener`: sockets, handshake, frame reading and batched writing;
-//! - `frames`: every frame the core writes, one encoder per kind;
-//! - `supervisor`: service processes, restarts, termination;
-//! - `internal`: services inside the core behind one trait;
-//! - `admin`: the HTTP/JSON admin API and `/metrics`;
+//! Module map (docs/ARCHITECTURE.md opens with the crate graph; the router,
+//! the node runtime, the admin API, the gateway and every internal service
+//! are crates of their own):
+//! - `daemon`: binds the listeners, starts the services, runs the event loop;
+//! - `internal`: the catalogue of internal services (each a crate reached
+//!   through the service API), and `echo`;
 //! - `cli`: the client commands that talk to the admin API;
-//! - `fuzzing`: the socket and HTTP paths over in-memory streams, for `fuzz/`;
-//! - `daemon`: wires the parts together and runs the event loop.
+//! - `fuzzing`: the socket and HTTP paths over in-memory streams, for `fuzz/`.
 #![forbid(unsafe_code)]
 
-pub mod admin;
+/// The admin API is a crate of its own; the binary and tests reach it here.
+pub use cumulo_admin as admin;
 pub mod cli;
 /// CloudI's term decoder and messages, for the fuzz targets.
 #[cfg(any(test, feature = "fuzzing"))]
@@ -28,4 +22,3 @@ pub mod daemon;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod internal;
-mod reload;

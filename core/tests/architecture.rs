@@ -51,9 +51,25 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cumulo-node", &["cumulo-config", "cumulo-proto", "cumulo-router", "cumulo-service", "cumulo-sys", "cumulo-tls"]),
     // The HTTP gateway: the core through the service API only.
     ("cumulo-gateway", &["cumulo-filesystem", "cumulo-proto", "cumulo-service", "cumulo-sys", "cumulo-tls"]),
+    // The admin API: the operator's door over the node, the router's state,
+    // the cluster's members and what the gateway and TLS count.
+    (
+        "cumulo-admin",
+        &[
+            "cumulo-cluster",
+            "cumulo-config",
+            "cumulo-gateway",
+            "cumulo-node",
+            "cumulo-router",
+            "cumulo-service",
+            "cumulo-sys",
+            "cumulo-tls",
+        ],
+    ),
     (
         "cumulo",
         &[
+            "cumulo-admin",
             "cumulo-bridge",
             "cumulo-chaos",
             "cumulo-cluster",
@@ -70,8 +86,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "cumulo-queue",
             "cumulo-queue-jetstream",
             "cumulo-router",
-            "cumulo-service",
-            "cumulo-sys",
             "cumulo-tls",
         ],
     ),
@@ -80,16 +94,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// Libraries of one concern, and the crates allowed to reach them (through
 /// any path). The router's hot path must not reach them at all.
 const CONFINED: &[(&str, &[&str])] = &[
-    // HTTP: the gateway, the admin API (still in the core), the load
+    // HTTP: the gateway, the admin API, the CLI (in the binary), the load
     // generator's HTTP client, the http_client service, and health_check
     // through the http_client library (it names no HTTP library itself).
-    ("hyper", &["cumulo", "cumulo-gateway", "cumulo-health-check", "cumulo-http-client", "cumulo-loadgen"]),
+    (
+        "hyper",
+        &["cumulo", "cumulo-admin", "cumulo-gateway", "cumulo-health-check", "cumulo-http-client", "cumulo-loadgen"],
+    ),
     // NATS: the cluster and the queue's JetStream backend (and the binary
-    // that wires them).
-    ("async-nats", &["cumulo", "cumulo-cluster", "cumulo-queue-jetstream"]),
-    // WebSocket: the gateway (and the binary that wires it).
-    ("tungstenite", &["cumulo", "cumulo-gateway"]),
-    ("tokio-tungstenite", &["cumulo", "cumulo-gateway"]),
+    // that wires them, and the admin API, which reads the cluster's members).
+    ("async-nats", &["cumulo", "cumulo-admin", "cumulo-cluster", "cumulo-queue-jetstream"]),
+    // WebSocket: the gateway (and the binary that wires it, and the admin
+    // API, which lists and closes the gateway's WebSockets through it).
+    ("tungstenite", &["cumulo", "cumulo-admin", "cumulo-gateway"]),
+    ("tokio-tungstenite", &["cumulo", "cumulo-admin", "cumulo-gateway"]),
 ];
 
 struct Graph {

@@ -18,7 +18,7 @@ pub fn set(create: Create, checks: cumulo_config::Catalogue) {
     let _ = CHECKS.set(checks);
 }
 
-pub(crate) fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
+pub fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn InternalService>, String> {
     match CREATE.get() {
         Some(create) => create(name, settings),
         None => Err(format!("internal service '{name}': this node was given no catalogue of internal services")),
@@ -26,7 +26,7 @@ pub(crate) fn create(name: &str, settings: &toml::Table) -> Result<Box<dyn Inter
 }
 
 /// The checks of the internal services' settings, as the config applies them.
-pub(crate) fn checks() -> &'static cumulo_config::Catalogue {
+pub fn checks() -> &'static cumulo_config::Catalogue {
     CHECKS.get_or_init(|| cumulo_config::Catalogue {
         known: &[],
         check: |name, _| Err(format!("unknown internal service '{name}': this node was given no catalogue")),

@@ -15,6 +15,7 @@ mod node;
 mod prometheus;
 mod queues;
 pub mod recent_logs;
+mod reload;
 mod reply;
 mod reports;
 mod resiliency;
@@ -25,6 +26,7 @@ mod websockets;
 
 pub use auth::Guard;
 pub use log_level::{check_filter, LogControl};
+pub use reload::{ReloadError, Reloader};
 
 use connections::{Admission, Slots};
 use cumulo_config::{AdminConfig, Role};

@@ -223,7 +223,7 @@ impl Reloader {
 
     fn load(&self) -> Result<Config, ReloadError> {
         let file = self.file.as_ref().ok_or(ReloadError::NoFile)?;
-        Config::load(file, &crate::internal::settings::CATALOGUE).map_err(|e| ReloadError::Invalid(e.to_string()))
+        Config::load(file, cumulo_node::catalogue::checks()).map_err(|e| ReloadError::Invalid(e.to_string()))
     }
 
     /// What reloading the file would do now; changes nothing.
@@ -308,7 +308,7 @@ impl Reloader {
         // cannot start (its port taken) refuses the reload, nothing changed.
         for (i, svc) in plan.steps.add.iter().enumerate() {
             if let Some(name) = &svc.internal {
-                crate::internal::create(name, &svc.settings)
+                cumulo_node::catalogue::create(name, &svc.settings)
                     .map_err(|why| ReloadError::Invalid(format!("service {} ({i} to add): {why}", svc.prefix)))?;
             }
         }

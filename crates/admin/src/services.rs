@@ -37,7 +37,7 @@ pub fn add(ctx: &AdminContext, body: &[u8]) -> Answer {
     serde_json::from_slice::<serde::de::IgnoredAny>(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("not valid JSON: {e}")))?;
     let services =
-        cumulo_config::services_from_json(body, &crate::internal::settings::CATALOGUE, ctx.supervisor.acl_groups())
+        cumulo_config::services_from_json(body, cumulo_node::catalogue::checks(), ctx.supervisor.acl_groups())
             .map_err(|(field, reason)| ApiError::invalid(field, reason))?;
     let added: Vec<Value> = services
         .into_iter()

@@ -106,8 +106,8 @@ pub async fn render(ctx: &AdminContext) -> String {
         cumulo_cluster::render_metrics(&mut p, &core, &cluster.borrow());
     }
 
-    crate::internal::websocket_table().render(&mut p.out);
-    crate::internal::render_tls_metrics(&mut p);
+    cumulo_gateway::websocket_table().render(&mut p.out);
+    render_tls_metrics(&mut p);
 
     let st = &reports.stats();
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {
@@ -309,4 +309,23 @@ fn services_own(p: &mut PromText, reports: &cumulo_service::Reports) {
         let labels: Vec<(&str, &str)> = m.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
         p.sample(&name, &labels, m.value);
     }
+}
+
+/// The HTTP gateways' TLS series of `GET /metrics` (handshake failures).
+fn render_tls_metrics(p: &mut cumulo_router::PromText) {
+    use cumulo_tls::{handshake_failures, Listener};
+    let name = "cumulo_http_tls_handshake_failures_total";
+    p.header(
+        name,
+        "counter",
+        "TLS handshakes the HTTP gateways did not complete (not TLS, refused by either side, or past header_timeout_ms).",
+    );
+    p.sample(name, &[], handshake_failures(Listener::Http));
+    let name = "cumulo_tcp_tls_handshake_failures_total";
+    p.header(
+        name,
+        "counter",
+        "TLS handshakes the TCP listener for instances did not complete (not TLS, no or an unknown client certificate, or past core.hello_timeout).",
+    );
+    p.sample(name, &[], handshake_failures(Listener::Tcp));
 }

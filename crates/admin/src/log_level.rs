@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn levels_and_directives() {
-        for ok in ["debug", "WARN", "info,cumulo_core::routing=trace", "service=off, info"] {
+        for ok in ["debug", "WARN", "info,cumulo_router::routing=trace", "service=off, info"] {
             assert!(check_filter(ok).is_ok(), "{ok}");
         }
         for (bad, why) in
