@@ -241,6 +241,12 @@ kv_vectors = [
      "hex": kv([("a", ""), ("a", "2"), ("content-type", "text/xml; charset=utf-8")]).hex(),
      "pairs": [["a", ""], ["a", "2"], ["content-type", "text/xml; charset=utf-8"]]},
     {"name": "utf8", "hex": kv([("ключ", "値")]).hex(), "pairs": [["ключ", "値"]]},
+    # Section 5.1: W3C trace context, as an SDK appends it after a handler's own pairs.
+    {"name": "trace_context",
+     "hex": kv([("value", "42"), ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+                ("tracestate", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")]).hex(),
+     "pairs": [["value", "42"], ["traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+               ["tracestate", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"]]},
 ]
 kv_invalid = [
     {"name": "no_trailing_nul", "hex": b"value\x0042".hex(), "error": "MALFORMED"},

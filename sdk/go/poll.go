@@ -92,6 +92,12 @@ func (a *API) run(req *Request) (resp Response, status Status) {
 	}
 	ctx, cancel := context.WithDeadline(a.life, req.deadline)
 	defer cancel()
+	// The handler's trace context (PROTOCOL.md 5.1, trace.go), for this
+	// invocation only.
+	if req.trace = traceOf(req.Info); req.trace != nil {
+		ctx = context.WithValue(ctx, traceKey{}, req.trace)
+		defer func() { req.trace = nil }()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			msg := fmt.Sprintf("handler for %s panicked: %v", req.Pattern, p)

@@ -29,6 +29,7 @@ type Request struct {
 
 	deadline  time.Time
 	forwarded atomic.Bool
+	trace     []byte // its traceparent/tracestate pairs while its handler runs (trace.go)
 }
 
 // Deadline is when the sender stops waiting for the answer.

@@ -51,7 +51,8 @@ func durationMs(d time.Duration) uint32 {
 
 // newSend builds a send frame with a new trans_id. Without WithTimeout the
 // timeout is what is left of ctx's deadline, if it has one, so that a
-// request sent from a handler does not outlive the handler's own.
+// request sent from a handler does not outlive the handler's own; the
+// handler's trace context comes from ctx too (trace.go).
 func (a *API) newSend(ctx context.Context, kind frameType, name string, data []byte, opts []SendOption) (*sendFrame, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (a *API) newSend(ctx context.Context, kind frameType, name string, data []b
 		timeout = durationMs(left)
 	}
 	return &sendFrame{kind: kind, TransID: a.ids.next(), Timeout: timeout, Priority: cfg.priority,
-		Flags: cfg.flags, Name: name, RequestInfo: cfg.info, Request: data}, nil
+		Flags: cfg.flags, Name: name, RequestInfo: withTrace(cfg.info, traceFrom(ctx)), Request: data}, nil
 }
 
 // SendAsync sends a request to name and returns its trans_id at once; the
@@ -192,7 +193,8 @@ func responseOf(r *responseFrame) (Response, error) {
 
 // Forward passes req, which a handler of this instance is handling, to
 // name with data as its payload; the original sender gets the final
-// answer. The request keeps its info unless WithInfo is given. The handler
+// answer. The request keeps its info unless WithInfo is given (an info
+// without traceparent then gets the request's, PROTOCOL.md 5.1). The handler
 // then returns, and what it returns is not sent.
 func (a *API) Forward(req *Request, name string, data []byte, opts ...SendOption) error {
 	cfg := sendConfig{info: req.Info, priority: req.Priority}
@@ -203,7 +205,7 @@ func (a *API) Forward(req *Request, name string, data []byte, opts ...SendOption
 		return errorf(StatusInvalidArgument, "request %s is already forwarded", req.TransID)
 	}
 	err := a.send(&sendFrame{kind: frameForward, TransID: req.TransID, Timeout: durationMs(cfg.timeout),
-		Priority: cfg.priority, Flags: cfg.flags, Name: name, RequestInfo: cfg.info, Request: data})
+		Priority: cfg.priority, Flags: cfg.flags, Name: name, RequestInfo: withTrace(cfg.info, req.trace), Request: data})
 	if err != nil {
 		req.forwarded.Store(false) // not sent: the handler's answer is still due
 	}

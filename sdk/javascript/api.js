@@ -1,10 +1,11 @@
 // One cumulo instance: a connection to the core and the calls of SDK_GUIDE.md.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   DEFAULT_MAX_FRAME, FrameReader, PROTOCOL_VERSION, REQUEST_MCAST, REQUEST_SYNC,
   WAIT_FOR_SERVICE, encode, toBuffer,
 } from './codec.js';
-import { infoEncode } from './info.js';
+import { infoEncode, infoParse } from './info.js';
 import { CumuloError, Status } from './status.js';
 import { TransIdGenerator, transIdKey } from './transid.js';
 import { BatchedWriter, openStream, tlsContext } from './transport.js';
@@ -54,6 +55,24 @@ function answerOf(result) {
     + 'return a string, bytes, or {info, response}');
 }
 
+// Trace context (PROTOCOL.md section 5.1): R's traceparent and tracestate
+// pairs, encoded, or null when R has no traceparent (or an info that is not
+// key/value encoded).
+const TRACEPARENT_KEY = Buffer.from('traceparent\0');
+
+function traceOf(requestInfo) {
+  let pairs;
+  try {
+    pairs = infoParse(requestInfo);
+  } catch {
+    return null;
+  }
+  const parent = pairs.find(([key]) => key === 'traceparent');
+  if (parent === undefined) return null;
+  const state = pairs.find(([key]) => key === 'tracestate');
+  return infoEncode(state === undefined ? [parent] : [parent, state]);
+}
+
 export class API {
   #socket;
   #writer;
@@ -76,6 +95,13 @@ export class API {
   #threadIndex = 0;
   #failure = null; // the CumuloError that ended the connection
   #closing = null;
+  // The trace context of the handler running (PROTOCOL.md 5.1), task-local:
+  // handlers of a window above 1 run interleaved on the event loop, so a
+  // field of the instance would hand one handler's context to another's
+  // calls; an AsyncLocalStorage follows each handler's own awaits. Its store
+  // is {trace}, emptied when the handler ends, so a timer or promise it left
+  // behind adds nothing after.
+  #traceScope = new AsyncLocalStorage();
 
   /** Use API.connect(). */
   constructor(key, socket, maxFrame) {
@@ -216,10 +242,25 @@ export class API {
       priority: options.priority ?? this.priorityDefault,
       flags: options.waitForService ? WAIT_FOR_SERVICE : 0,
       name,
-      requestInfo: infoEncode(options.info),
+      requestInfo: this.#withTrace(infoEncode(options.info)),
       request: toBuffer(request, 'request'),
       type,
     };
+  }
+
+  // requestInfo with the running handler's trace context appended, unless it
+  // has a traceparent already (or is not key/value encoded: sent as given).
+  #withTrace(requestInfo) {
+    const trace = this.#traceScope.getStore()?.trace;
+    if (!trace) return requestInfo;
+    let pairs;
+    try {
+      pairs = infoParse(requestInfo);
+    } catch {
+      return requestInfo;
+    }
+    if (pairs.some(([key]) => key === 'traceparent')) return requestInfo;
+    return Buffer.concat([requestInfo, trace]);
   }
 
   /** Sends a request and waits for its answer: {transId, info, response}. */
@@ -285,7 +326,7 @@ export class API {
         priority: options.priority ?? req.priority,
         flags: options.waitForService ? WAIT_FOR_SERVICE : 0,
         name,
-        requestInfo: options.info === undefined ? req.requestInfo : infoEncode(options.info),
+        requestInfo: options.info === undefined ? req.requestInfo : this.#withTrace(infoEncode(options.info)),
         request: options.request === undefined ? req.request : toBuffer(options.request, 'request'),
       });
       if (!ok) await this.#drained();
@@ -327,7 +368,7 @@ export class API {
         answer = { status: Status.NO_SERVICE, responseInfo: Buffer.alloc(0),
           response: Buffer.from(`no handler for pattern ${req.pattern}`) };
       } else {
-        const result = await entry.handler(req, this);
+        const result = await this.#runHandler(entry.handler, req);
         if (!this.#forwarded.has(req)) answer = { status: Status.OK, ...answerOf(result) };
       }
     } catch (err) {
@@ -347,6 +388,21 @@ export class API {
     }
     this.#active--;
     this.#checkTerminated();
+  }
+
+  // Runs the handler in the trace context of req (PROTOCOL.md 5.1). A request
+  // without one runs outside any, so an untraced service never enables the
+  // AsyncLocalStorage (a cost on every promise in Node 20).
+  async #runHandler(handler, req) {
+    // The common case, a request without one, is found without parsing.
+    const trace = req.requestInfo.includes(TRACEPARENT_KEY) ? traceOf(req.requestInfo) : null;
+    if (trace === null && this.#traceScope.getStore() === undefined) return handler(req, this);
+    const scope = { trace };
+    try {
+      return await this.#traceScope.run(scope, () => handler(req, this));
+    } finally {
+      scope.trace = null;
+    }
   }
 
   #checkTerminated() {

@@ -201,7 +201,7 @@ class Sdk:
     http_req: tuple[str, ...]  # its http_req examples, named as they subscribe (<x>.xml/get)
     build: Callable[[Path], None] | None  # compiles its client and faulty service into the build folder
     client: Command  # clients/: client SOCKET NAME HEX_BODY [sync|async]
-    faulty: Command  # services/: boom fails, ok answers "ok"
+    faulty: Command  # services/: boom fails, ok answers "ok", trace_* call the echo service (test_trace.py)
     failure_words: tuple[str, ...]  # what boom's SERVICE_ERROR message must contain
     exports: Exports
 

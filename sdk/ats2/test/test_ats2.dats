@@ -35,6 +35,7 @@ extern fun socketpair (): int = "mac#testing_socketpair"
 extern fun send_welcome (max_frame: uint): void = "mac#testing_send_welcome"
 extern fun send_reply (req_id: uint, status: int, value: uint): void = "mac#testing_send_reply"
 extern fun send_request (tid: int, pattern: string, body: string): void = "mac#testing_send_request"
+extern fun send_request_info (tid: int, pattern: string, info: bytes, body: string): void = "mac#testing_send_request_info"
 extern fun send_ping (nonce: ullint): void = "mac#testing_send_ping"
 extern fun send_terminate (): void = "mac#testing_send_terminate"
 extern fun send_response_to_last (status: int, body: string): void = "mac#testing_send_response_to_last"
@@ -156,6 +157,76 @@ fun boom (api: api, req: request, user: ptr): int = status_invalid_argument
 
 fun frame_is (typ: string): bool = recv_frame () >= 0 && streq (type_of_frame (), typ)
 
+(* PROTOCOL.md 5.1: a handler's send_async and forward inherit the trace
+** context of its request (the C SDK adds it). Every request gets a
+** send_async with request_info a=b; "all" also one with its own
+** traceparent, then a forward with a=b. *)
+fun trace_parent (): string = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+fun trace_state (): string = "congo=t61rcWkgMzE"
+
+(* "all": a send_async with its own traceparent, then a forward with a=b. *)
+fun traced_all (api: api, req: request, given: bytes): int = let
+  val own = info_encode ($list{@(string, string)}(@("traceparent", "mine")))
+  var tid: trans_id
+  val rc = send_async (api, "/svc/own", bytes_empty (), own, 0u, 300, tid)
+  val () = bytes_free own
+in
+  if rc != 0 then rc else forward (api, req, "/svc/fwd", given, bytes_empty (), 0u, 300)
+end
+
+fun traced (api: api, req: request, user: ptr): int = let
+  val given = info_encode ($list{@(string, string)}(@("a", "b")))
+  var tid: trans_id
+  val rc = send_async (api, "/svc/one", bytes_empty (), given, 0u, 300, tid)
+  val rc = (if rc = 0 && streq (bytes_to_string (request_body req), "all") then traced_all (api, req, given) else rc): int
+in
+  bytes_free given; rc
+end
+
+fun info_hex (pairs: List0 @(string, string)): string = let
+  val b = info_encode pairs
+  val hex = bytes_hex b
+in
+  bytes_free b; hex
+end
+
+fun sent_info_is (typ: string, pairs: List0 @(string, string)): bool =
+  frame_is typ && streq (field "request_info", info_hex pairs)
+
+fun test_trace (api: api): void = let
+  val () = send_reply (5u, 0, 0u)
+  val () = check (subscribe (api, "trace", traced, the_null_ptr) = 0, "subscribe trace")
+  val () = check (frame_is "SUBSCRIBE", "SUBSCRIBE trace")
+  val tp = trace_parent ()
+  val ts = trace_state ()
+  val both = info_encode ($list{@(string, string)}(@("k", "v"), @("traceparent", tp), @("tracestate", ts)))
+  val parent = info_encode ($list{@(string, string)}(@("traceparent", tp)))
+  val no_parent = info_encode ($list{@(string, string)}(@("tracestate", ts)))
+  val () = send_request_info (11, "/tests/trace", both, "all")
+  val () = send_request_info (12, "/tests/trace", parent, "one")
+  val () = send_request_info (13, "/tests/trace", no_parent, "one")
+  val () = bytes_free both
+  val () = bytes_free parent
+  val () = bytes_free no_parent
+  val () = check (poll (api, 300) = 0, "poll runs the traced handlers")
+  val () = check (sent_info_is ("SEND_ASYNC", $list{@(string, string)}(@("a", "b"), @("traceparent", tp), @("tracestate", ts))),
+                  "trace: send_async inherits traceparent and tracestate")
+  val () = check (sent_info_is ("SEND_ASYNC", $list{@(string, string)}(@("traceparent", "mine"))),
+                  "trace: a handler's own traceparent is kept")
+  val () = check (sent_info_is ("FORWARD", $list{@(string, string)}(@("a", "b"), @("traceparent", tp), @("tracestate", ts))),
+                  "trace: forward inherits traceparent and tracestate")
+  val () = check (sent_info_is ("SEND_ASYNC", $list{@(string, string)}(@("a", "b"), @("traceparent", tp))),
+                  "trace: traceparent alone when the request has no tracestate")
+  val () = check (frame_is "RETURN", "trace: RETURN of the second request")
+  val () = check (sent_info_is ("SEND_ASYNC", $list{@(string, string)}(@("a", "b"))),
+                  "trace: a request without traceparent adds nothing")
+  val () = check (frame_is "RETURN", "trace: RETURN of the third request")
+  var tid: trans_id
+  val () = check (send_async (api, "/svc/after", bytes_empty (), bytes_empty (), 0u, 300, tid) = 0, "send_async after the handlers")
+in
+  check (frame_is "SEND_ASYNC" && streq (field "request_info", ""), "trace: a call outside a handler adds nothing")
+end
+
 fun test_session (): void = let
   val fd = socketpair ()
   val () = send_welcome (1024u)
@@ -204,6 +275,9 @@ fun test_session (): void = let
   val () = send_reply (4u, 0, 2u)
   val () = check (subscribe_count (api, "echo", count) = 0 && count = 2u, "subscribe_count")
   val () = check (frame_is "SUBSCRIBE_COUNT", "SUBSCRIBE_COUNT frame")
+
+  (* the trace context (PROTOCOL.md 5.1) *)
+  val () = test_trace api
 
   (* a send over max_frame is refused locally *)
   val big = bytes_of_string (big_string 2000)

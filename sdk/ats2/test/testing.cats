@@ -254,6 +254,21 @@ static void testing_send_request(int tid, const char *pattern, const char *body)
     f.u.request.request = testing_bytes(body);
     testing_send(&f);
 }
+/* A REQUEST as testing_send_request, with a request_info. */
+static void testing_send_request_info(int tid, const char *pattern, cumulo_bytes info, const char *body) {
+    cumulo_frame f;
+    memset(&f, 0, sizeof f);
+    f.type = CUMULO_FRAME_REQUEST;
+    f.u.request.trans_id = testing_tid(tid);
+    f.u.request.timeout = 5000;
+    f.u.request.flags = CUMULO_REQUEST_SYNC;
+    f.u.request.source = 42;
+    f.u.request.name = testing_str(pattern);
+    f.u.request.pattern = testing_str(pattern);
+    f.u.request.request_info = info;
+    f.u.request.request = testing_bytes(body);
+    testing_send(&f);
+}
 static void testing_send_ping(unsigned long long nonce) {
     cumulo_frame f;
     memset(&f, 0, sizeof f);

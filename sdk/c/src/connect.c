@@ -180,6 +180,7 @@ void cumulo_destroy(cumulo_api *api) {
     free(api->wbuf.data);
     free(api->hbuf.data);
     free(api->scratch.data);
+    free(api->trace_info.data);
     free(api->prefix);
     free(api);
 }

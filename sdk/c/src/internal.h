@@ -77,6 +77,16 @@ struct cumulo_api {
     bool in_handler, answered, terminated;
     cumulo_trans_id handling; /* trans_id of the request whose handler runs */
 
+    /* PROTOCOL.md 5.1, the trace context of the request whose handler runs:
+     * its traceparent and then its tracestate pair (views into that request),
+     * trace_count 0 when it has none or no handler runs. Kept in the instance:
+     * an instance belongs to one thread and runs one handler at a time, so
+     * this is per handler invocation. trace_info holds an outgoing
+     * request_info with the pairs appended. */
+    cumulo_kv trace[2];
+    size_t trace_count;
+    growbuf trace_info;
+
     char error[512];
 };
 

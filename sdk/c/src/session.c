@@ -227,6 +227,27 @@ static void new_trans_id(cumulo_api *api, cumulo_trans_id *id) {
     }
 }
 
+/* PROTOCOL.md 5.1: while a handler runs, an outgoing request_info without a
+ * traceparent key gets the handled request's traceparent (and tracestate)
+ * pairs appended; one with its own traceparent, or one that is not in the
+ * key/value encoding (request_info need not be), is sent as it is. */
+static int with_trace(cumulo_api *api, cumulo_bytes *info) {
+    if (api->trace_count == 0) return CUMULO_OK;
+    cumulo_bytes value = {NULL, 0};
+    bool found = false;
+    if (cumulo_kv_find(info->data, info->len, "traceparent", 11, &value, &found) != CUMULO_OK ||
+        found)
+        return CUMULO_OK;
+    size_t extra = 0;
+    cumulo_kv_encode(api->trace, api->trace_count, NULL, 0, &extra); /* measures */
+    if (!cumulo__grow(&api->trace_info, info->len + extra))
+        return cumulo__fail(api, CUMULO_E_NOMEM, "out of memory");
+    if (info->len) memcpy(api->trace_info.data, info->data, info->len);
+    cumulo_kv_encode(api->trace, api->trace_count, api->trace_info.data + info->len, extra, &extra);
+    *info = (cumulo_bytes){api->trace_info.data, info->len + extra};
+    return CUMULO_OK;
+}
+
 static int send_request(cumulo_api *api, uint8_t type, const char *name, const void *request,
                         size_t request_len, const cumulo_send_options *options,
                         uint32_t default_timeout, cumulo_trans_id *tid) {
@@ -242,7 +263,8 @@ static int send_request(cumulo_api *api, uint8_t type, const char *name, const v
     f.u.send.name = (cumulo_str){name, strlen(name)};
     f.u.send.request_info = options->request_info;
     f.u.send.request = (cumulo_bytes){request, request_len};
-    int rc = cumulo__send_frame(api, &f);
+    int rc = with_trace(api, &f.u.send.request_info);
+    if (rc == CUMULO_OK) rc = cumulo__send_frame(api, &f);
     if (rc == CUMULO_OK && tid) *tid = f.u.send.trans_id;
     return rc;
 }
@@ -399,12 +421,29 @@ int cumulo_forward(cumulo_api *api, const cumulo_request *request, const char *n
     f.u.send.name = (cumulo_str){name, strlen(name)};
     f.u.send.request_info = options->request_info;
     f.u.send.request = (cumulo_bytes){request_data, request_len};
-    rc = cumulo__send_frame(api, &f);
+    rc = with_trace(api, &f.u.send.request_info);
+    if (rc == CUMULO_OK) rc = cumulo__send_frame(api, &f);
     if (rc == CUMULO_OK) mark_answered(api, request);
     return rc;
 }
 
 /* ------------------------------------------------------------- dispatch */
+
+/* PROTOCOL.md 5.1: notes the request's traceparent, then its tracestate,
+ * as the trace context of its handler (with_trace adds them). */
+static void read_trace(cumulo_api *api, cumulo_bytes info) {
+    static const char *const keys[2] = {"traceparent", "tracestate"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t key_len = strlen(keys[i]);
+        cumulo_bytes value = {NULL, 0};
+        bool found = false;
+        if (cumulo_kv_find(info.data, info.len, keys[i], key_len, &value, &found) != CUMULO_OK ||
+            !found)
+            return;
+        api->trace[api->trace_count++] =
+            (cumulo_kv){{(const uint8_t *)keys[i], key_len}, value};
+    }
+}
 
 /* Runs the handler of one REQUEST frame whose bytes stay put meanwhile, then
  * makes sure the request got exactly one answer. */
@@ -430,9 +469,12 @@ static int dispatch(cumulo_api *api, const cumulo_frame *f) {
     api->in_handler = true;
     api->answered = false;
     api->handling = req.trans_id;
+    api->trace_count = 0;
+    if (req.request_info.len) read_trace(api, req.request_info);
     int rc = sub->handler(api, &req, sub->user_data);
     bool answered = api->answered;
     api->in_handler = false;
+    api->trace_count = 0; /* calls after the handler add nothing */
     if (api->fd < 0) return api->closed_status ? api->closed_status : CUMULO_E_CLOSED;
     if (answered) return CUMULO_OK;
     if (rc == CUMULO_OK) return cumulo_return(api, &req, NULL, 0, NULL, 0);

@@ -616,6 +616,129 @@ static void test_mcast_forward(void) {
     join_core(&ct);
 }
 
+/* ------------------------------------------- trace context (PROTOCOL 5.1) */
+
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TS "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+#define TRACE_PAIRS "traceparent\0" TP "\0tracestate\0" TS "\0"
+
+/* A view holding exactly the bytes of a string literal (NULs included). */
+#define CHECK_INFO(b, lit)                                                               \
+    CHECK((b).len == sizeof(lit) - 1 && ((b).len == 0 || memcmp((b).data, lit, (b).len) == 0))
+
+static cumulo_send_options info_options(const char *info, size_t len) {
+    cumulo_send_options o = {.request_info = {(const uint8_t *)info, len}};
+    return o;
+}
+
+/* Its calls show what each outgoing request_info inherits: the request's
+ * body names the case. */
+static int trace_handler(cumulo_api *api, const cumulo_request *req, void *user_data) {
+    handler_log *log = user_data;
+    log->calls++;
+    cumulo_send_options given = info_options("a\0b\0", 4);
+    if (req->request.len == 3 && memcmp(req->request.data, "all", 3) == 0) {
+        cumulo_response response;
+        CHECK_STATUS(cumulo_send_sync(api, "/svc/sync", "", 0, &given, &response), CUMULO_OK);
+        CHECK_STATUS(cumulo_send_async(api, "/svc/async", "", 0, NULL, NULL), CUMULO_OK);
+        const cumulo_trans_id *ids = NULL;
+        size_t count = 0;
+        CHECK_STATUS(cumulo_mcast_async(api, "/svc/*", "", 0, NULL, &ids, &count), CUMULO_OK);
+        static const char own[] = "traceparent\0mine\0";
+        cumulo_send_options own_options = info_options(own, sizeof own - 1);
+        CHECK_STATUS(cumulo_send_async(api, "/svc/own", "", 0, &own_options, NULL), CUMULO_OK);
+        return cumulo_forward(api, req, "/svc/fwd", "", 0, &given);
+    }
+    CHECK_STATUS(cumulo_send_async(api, "/svc/one", "", 0, &given, NULL), CUMULO_OK);
+    if (req->request.len == 4 && memcmp(req->request.data, "fail", 4) == 0)
+        return CUMULO_INVALID_ARGUMENT;
+    return CUMULO_OK;
+}
+
+static void core_trace_context(fake_core *fc, void *arg) {
+    (void)arg;
+    cumulo_frame f;
+    fc_handshake(fc, "/p/", CUMULO_DEFAULT_MAX_FRAME);
+    if (fc_expect(fc, CUMULO_FRAME_SUBSCRIBE, &f))
+        fc_send_reply(fc, f.u.control.req_id, CUMULO_OK, 0, "");
+    /* outside any handler: nothing added */
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f)) CHECK_INFO(f.u.send.request_info, "");
+
+    /* R with traceparent and tracestate: each kind of call inherits both,
+       after the pairs the handler gave; a handler's own traceparent is kept */
+    static const char traced[] = "k\0v\0" TRACE_PAIRS;
+    cumulo_trans_id t1 = fc_tid(1);
+    fc_send_request(fc, &t1, "/p/tr/x", "/p/tr/*", traced, sizeof traced - 1, "all", 3);
+    if (fc_expect(fc, CUMULO_FRAME_SEND_SYNC, &f)) {
+        CHECK_INFO(f.u.send.request_info, "a\0b\0" TRACE_PAIRS);
+        cumulo_trans_id tid = f.u.send.trans_id;
+        fc_send_response(fc, &tid, CUMULO_OK, "", 0, "", 0);
+    }
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f))
+        CHECK_INFO(f.u.send.request_info, TRACE_PAIRS);
+    if (fc_expect(fc, CUMULO_FRAME_MCAST_ASYNC, &f)) {
+        CHECK_INFO(f.u.send.request_info, TRACE_PAIRS);
+        cumulo_frame sent = {.type = CUMULO_FRAME_MCAST_SENT};
+        sent.u.mcast_sent.trans_id = f.u.send.trans_id;
+        fc_send(fc, &sent);
+    }
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f))
+        CHECK_INFO(f.u.send.request_info, "traceparent\0mine\0");
+    if (fc_expect(fc, CUMULO_FRAME_FORWARD, &f)) {
+        CHECK(cumulo_trans_id_equal(&f.u.send.trans_id, &t1));
+        CHECK_INFO(f.u.send.request_info, "a\0b\0" TRACE_PAIRS);
+    }
+
+    /* traceparent without tracestate: only traceparent */
+    static const char parent_only[] = "traceparent\0" TP "\0";
+    cumulo_trans_id t2 = fc_tid(2);
+    fc_send_request(fc, &t2, "/p/tr/x", "/p/tr/*", parent_only, sizeof parent_only - 1, "", 0);
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f))
+        CHECK_INFO(f.u.send.request_info, "a\0b\0traceparent\0" TP "\0");
+    if (fc_expect(fc, CUMULO_FRAME_RETURN, &f)) CHECK_EQ_INT(f.u.answer.status, CUMULO_OK);
+
+    /* R without traceparent (a tracestate alone, other pairs, nothing): nothing added */
+    static const char no_parent[] = "tracestate\0" TS "\0k\0v\0";
+    cumulo_trans_id t3 = fc_tid(3), t4 = fc_tid(4);
+    fc_send_request(fc, &t3, "/p/tr/x", "/p/tr/*", no_parent, sizeof no_parent - 1, "", 0);
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f)) CHECK_INFO(f.u.send.request_info, "a\0b\0");
+    if (fc_expect(fc, CUMULO_FRAME_RETURN, &f)) CHECK_EQ_INT(f.u.answer.status, CUMULO_OK);
+    fc_send_request(fc, &t4, "/p/tr/x", "/p/tr/*", "", 0, "", 0);
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f)) CHECK_INFO(f.u.send.request_info, "a\0b\0");
+    if (fc_expect(fc, CUMULO_FRAME_RETURN, &f)) CHECK_EQ_INT(f.u.answer.status, CUMULO_OK);
+
+    /* a failing handler's calls inherit too; its context ends with it */
+    cumulo_trans_id t5 = fc_tid(5);
+    fc_send_request(fc, &t5, "/p/tr/x", "/p/tr/*", traced, sizeof traced - 1, "fail", 4);
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f))
+        CHECK_INFO(f.u.send.request_info, "a\0b\0" TRACE_PAIRS);
+    if (fc_expect(fc, CUMULO_FRAME_RETURN, &f))
+        CHECK_EQ_INT(f.u.answer.status, CUMULO_SERVICE_ERROR);
+    fc_send_simple(fc, CUMULO_FRAME_TERMINATE);
+    /* after the handlers: nothing added */
+    if (fc_expect(fc, CUMULO_FRAME_SEND_ASYNC, &f)) CHECK_INFO(f.u.send.request_info, "");
+    CHECK(fc_eof(fc));
+}
+
+static void test_trace_context(void) {
+    core_thread ct;
+    cumulo_api *api = NULL;
+    handler_log log = {0};
+    CHECK_STATUS(connect_pair(&ct, core_trace_context, NULL, &UNMANAGED, &api, NULL, 0),
+                 CUMULO_OK);
+    if (!api) {
+        join_core(&ct);
+        return;
+    }
+    CHECK_STATUS(cumulo_subscribe(api, "tr/*", trace_handler, &log), CUMULO_OK);
+    CHECK_STATUS(cumulo_send_async(api, "/svc/before", "", 0, NULL, NULL), CUMULO_OK);
+    CHECK_STATUS(cumulo_poll(api, 10000), CUMULO_E_TERMINATED);
+    CHECK_EQ_INT(log.calls, 5);
+    CHECK_STATUS(cumulo_send_async(api, "/svc/after", "", 0, NULL, NULL), CUMULO_OK);
+    cumulo_destroy(api);
+    join_core(&ct);
+}
+
 /* ----------------------------------------------- core errors, trans_id */
 
 static void core_error(fake_core *fc, void *arg) {
@@ -850,6 +973,7 @@ static const test_case TESTS[] = {
     {"too_large", test_too_large},
     {"large_frames", test_large_frames},
     {"mcast_forward", test_mcast_forward},
+    {"trace_context", test_trace_context},
     {"core_error", test_core_error},
     {"trans_ids", test_trans_ids},
     {"unix_tcp", test_unix_tcp},

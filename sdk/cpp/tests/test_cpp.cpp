@@ -147,7 +147,8 @@ public:
         send(r);
     }
 
-    void request(const cumulo_trans_id& tid, std::string_view pattern, std::string_view body) {
+    void request(const cumulo_trans_id& tid, std::string_view pattern, std::string_view body,
+                 std::string_view info = "") {
         cumulo_frame f{};
         f.type = CUMULO_FRAME_REQUEST;
         f.u.request.trans_id = tid;
@@ -155,7 +156,7 @@ public:
         f.u.request.flags = CUMULO_REQUEST_SYNC;
         f.u.request.name = cs(pattern);
         f.u.request.pattern = cs(pattern);
-        f.u.request.request_info = cb("");
+        f.u.request.request_info = cb(info);
         f.u.request.request = cb(body);
         send(f);
     }
@@ -416,6 +417,79 @@ void test_sends() {
         });
 }
 
+// PROTOCOL.md 5.1: a handler's outgoing calls inherit the trace context of
+// its request (the C library adds it; this checks it through the wrapper).
+void test_trace() {
+    const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const std::string ts = "congo=t61rcWkgMzE";
+    const std::string trace = cumulo::info_encode({{"traceparent", tp}, {"tracestate", ts}});
+    const std::string given = cumulo::info_encode({{"a", "b"}});
+    with_core(
+        [&](FakeCore& fc) {
+            fc.handshake("/p/");
+            fc.reply_next_control();  // tr
+            cumulo_frame f;
+            // outside any handler: nothing added
+            if (fc.expect(CUMULO_FRAME_SEND_ASYNC, f)) CHECK(sv(f.u.send.request_info).empty());
+            const std::string traced = cumulo::info_encode({{"k", "v"}}) + trace;
+            fc.request(core_tid(1), "/p/tr", "all", traced);
+            if (fc.expect(CUMULO_FRAME_SEND_SYNC, f)) {
+                CHECK(sv(f.u.send.request_info) == given + trace);
+                fc.response(f.u.send.trans_id, CUMULO_OK, "", "");
+            }
+            if (fc.expect(CUMULO_FRAME_SEND_ASYNC, f)) CHECK(sv(f.u.send.request_info) == trace);
+            if (fc.expect(CUMULO_FRAME_MCAST_ASYNC, f)) {
+                CHECK(sv(f.u.send.request_info) == trace);
+                cumulo_frame sent{};
+                sent.type = CUMULO_FRAME_MCAST_SENT;
+                sent.u.mcast_sent.trans_id = f.u.send.trans_id;
+                fc.send(sent);
+            }
+            if (fc.expect(CUMULO_FRAME_SEND_ASYNC, f))  // the handler's own traceparent
+                CHECK(sv(f.u.send.request_info) == cumulo::info_encode({{"traceparent", "mine"}}));
+            if (fc.expect(CUMULO_FRAME_FORWARD, f)) CHECK(sv(f.u.send.request_info) == given + trace);
+            // a handler that throws: its calls inherit, and its context ends with it
+            fc.request(core_tid(2), "/p/tr", "throw", traced);
+            if (fc.expect(CUMULO_FRAME_SEND_ASYNC, f)) CHECK(sv(f.u.send.request_info) == given + trace);
+            if (fc.expect(CUMULO_FRAME_RETURN, f)) CHECK(f.u.answer.status == CUMULO_SERVICE_ERROR);
+            // a request without traceparent: nothing added
+            fc.request(core_tid(3), "/p/tr", "one", cumulo::info_encode({{"tracestate", ts}}));
+            if (fc.expect(CUMULO_FRAME_SEND_ASYNC, f)) CHECK(sv(f.u.send.request_info) == given);
+            if (fc.expect(CUMULO_FRAME_RETURN, f)) CHECK(f.u.answer.status == CUMULO_OK);
+            fc.terminate();
+            // after the handlers: nothing added
+            if (fc.expect(CUMULO_FRAME_SEND_ASYNC, f)) CHECK(sv(f.u.send.request_info).empty());
+            CHECK(fc.eof());
+        },
+        [&](const std::string& socket) {
+            cumulo::Api api = cumulo::Api::unmanaged(socket, "/p/");
+            int calls = 0;
+            api.subscribe("tr", [&](cumulo::Api& self, const cumulo::Request& req) {
+                calls++;
+                cumulo::SendOptions options;
+                options.request_info = given;
+                if (req.request() == "all") {
+                    self.send_sync("/svc/sync", "", options);
+                    self.send_async("/svc/async", "");
+                    self.mcast_async("/svc/*", "");
+                    std::string own = cumulo::info_encode({{"traceparent", "mine"}});
+                    cumulo::SendOptions own_options;
+                    own_options.request_info = own;
+                    self.send_async("/svc/own", "", own_options);
+                    self.forward(req, "/svc/fwd", "", options);
+                    return cumulo::Response();
+                }
+                self.send_async("/svc/one", "", options);
+                if (req.request() == "throw") throw std::runtime_error("traced failure");
+                return cumulo::Response();
+            });
+            api.send_async("/svc/before", "");
+            CHECK(!api.poll(10000));
+            CHECK(calls == 3);
+            api.send_async("/svc/after", "");
+        });
+}
+
 void test_run() {
     Listener listener;
     constexpr int threads = 2;
@@ -466,6 +540,7 @@ const TestCase TESTS[] = {
     {"tls_options", test_tls_options},
     {"handlers", test_handlers},
     {"sends", test_sends},
+    {"trace", test_trace},
     {"run", test_run},
 };
 

@@ -85,7 +85,8 @@ connect(Token, Prefix, Options, Address) ->
                              read_limit => maps:get(max_frame, Options, undefined),
                              max_frame => ?DEFAULT_MAX_FRAME, handlers => #{}, queue => queue:new(),
                              responses => #{}, order => [], abandoned => #{}, forwarded => #{},
-                             req_id => 0, last_ns => 0, terminated => false, slow => false}),
+                             req_id => 0, last_ns => 0, terminated => false, slow => false,
+                             trace => []}),
             Hello = #{version => 1, window => maps:get(window, Options, 1),
                       thread_index => maps:get(thread_index, Options, 0), token => Token, prefix => Prefix},
             case catch_errors(fun() -> handshake(Api, Hello) end) of
@@ -257,7 +258,8 @@ forward(Api, #{trans_id := TransId} = Request, Name, Options) ->
                                 timeout => maps:get(timeout, Options, maps:get(timeout, Request)),
                                 priority => maps:get(priority, Options, maps:get(priority, Request)),
                                 flags => 0, name => to_bin(Name),
-                                request_info => info_bytes(maps:get(request_info, Options, maps:get(request_info, Request))),
+                                request_info => with_trace(Api, info_bytes(maps:get(request_info, Options,
+                                                                                    maps:get(request_info, Request)))),
                                 request => maps:get(request, Options, maps:get(request, Request))}),
         #{forwarded := F} = S = state(Api),
         put_state(Api, S#{forwarded => F#{TransId => true}}),
@@ -272,7 +274,8 @@ send_request(Api, Type, Name, Request, Options) ->
             end,
     write(Api, Type, #{trans_id => TransId, timeout => maps:get(timeout, Options, 0),
                        priority => maps:get(priority, Options, priority_default(Api)), flags => Flags,
-                       name => to_bin(Name), request_info => info_bytes(maps:get(request_info, Options, <<>>)),
+                       name => to_bin(Name),
+                       request_info => with_trace(Api, info_bytes(maps:get(request_info, Options, <<>>))),
                        request => Request}),
     TransId.
 
@@ -363,6 +366,8 @@ handle(Api, #{trans_id := TransId, pattern := Pattern} = Request) ->
     end.
 
 run_handler(Api, Handler, Request) ->
+    Trace = trace_of(Request),
+    Trace =:= [] orelse update(Api, #{trace => Trace}),
     try
         Result = Handler(Api, Request),
         case forwarded(Api, Request) of
@@ -371,6 +376,45 @@ run_handler(Api, Handler, Request) ->
         end
     catch
         Class:Reason:Stack -> {status_code(service_error), <<>>, describe(Class, Reason, Stack)}
+    after
+        Trace =:= [] orelse clear_trace(Api)
+    end.
+
+%% Trace context (proto/PROTOCOL.md 5.1): while a handler runs for R, the
+%% sends and forwards it makes without a traceparent key get R's traceparent
+%% (and tracestate) appended. It is kept in the instance's state (key trace):
+%% an instance belongs to one process, whose handlers run one at a time, so
+%% the state holds at most one handler's context.
+trace_of(#{request_info := <<>>}) -> [];
+trace_of(#{request_info := Info}) ->
+    case cumulo_info:parse(Info) of
+        {ok, Pairs} ->
+            case lists:keyfind(<<"traceparent">>, 1, Pairs) of
+                false -> [];
+                Parent -> [Parent | [State || State <- [lists:keyfind(<<"tracestate">>, 1, Pairs)], State =/= false]]
+            end;
+        _ -> []
+    end.
+
+%% The handler may have closed the instance: nothing to clear then.
+clear_trace(Api) ->
+    case get({cumulo, element(2, Api)}) of
+        undefined -> ok;
+        S -> put_state(Api, S#{trace => []})
+    end.
+
+with_trace(Api, Info) ->
+    case map_get(trace, state(Api)) of
+        [] -> Info;
+        Trace ->
+            case cumulo_info:parse(Info) of
+                {ok, Pairs} ->
+                    case lists:keymember(<<"traceparent">>, 1, Pairs) of
+                        true -> Info;
+                        false -> <<Info/binary, (cumulo_info:encode(Trace))/binary>>
+                    end;
+                _ -> Info    % malformed: sent as it is, the core refuses it
+            end
     end.
 
 answer_of({Info, Body}) -> {0, info_bytes(Info), iolist_to_binary(Body)};

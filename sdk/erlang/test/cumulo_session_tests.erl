@@ -249,6 +249,65 @@ forward_sends_no_return_test() ->
     ?assertEqual(#{trans_id => ?TID_A, timeout => 500, priority => 5, flags => 0, name => <<"/else">>,
                    request_info => <<>>, request => <<"moved">>}, cumulo_fake_core:join(Core)).
 
+-define(TP, <<"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01">>).
+-define(TS, <<"congo=t61rcWkgMzE">>).
+
+%% PROTOCOL.md 5.1: a handler's sends and forward inherit the traceparent
+%% and tracestate of the request it handles, after the pairs it gave; a
+%% handler-given traceparent is kept; a request without one, a failed
+%% handler's context, and a call outside any handler add nothing.
+trace_context_of_the_handled_request_test() ->
+    Trace = cumulo:info_encode([{traceparent, ?TP}, {tracestate, ?TS}]),
+    ParentOnly = cumulo:info_encode([{traceparent, ?TP}]),
+    Own = cumulo:info_encode([{traceparent, <<"00-own">>}]),
+    Core = cumulo_fake_core:start(fun(C) ->
+        {Peer, _} = accept_instance(C),
+        P1 = reply(Peer, 'SUBSCRIBE', <<"echo">>),
+        P2 = reply(P1, 'SUBSCRIBE', <<"boom">>),
+        send(P2, 'REQUEST', request_fields(?TID_A, #{request_info => <<"a", 0, "1", 0, Trace/binary>>})),
+        {#{trans_id := S, request_info := SyncInfo}, P3} = expect(P2, 'SEND_SYNC'),
+        send(P3, 'RESPONSE', #{trans_id => S, status => 0, response_info => <<>>, response => <<>>}),
+        {#{request_info := AsyncInfo}, P4} = expect(P3, 'SEND_ASYNC'),
+        {#{trans_id := M, request_info := McastInfo}, P5} = expect(P4, 'MCAST_ASYNC'),
+        send(P5, 'MCAST_SENT', #{trans_id => M, trans_ids => []}),
+        {#{request_info := OwnInfo}, P6} = expect(P5, 'SEND_ASYNC'),
+        {#{request_info := ForwardInfo}, P7} = expect(P6, 'FORWARD'),
+        %% a traceparent without tracestate; a handler that fails: its context goes with it
+        send(P7, 'REQUEST', request_fields(?TID_B, #{pattern => <<"/t/boom">>, request_info => ParentOnly})),
+        {#{request_info := BoomInfo}, P8} = expect(P7, 'SEND_ASYNC'),
+        {#{status := 7}, P9} = expect(P8, 'RETURN'),
+        %% a request without traceparent
+        send(P9, 'REQUEST', request_fields(?TID_A, #{request_info => <<"tracestate", 0, "x=1", 0>>})),
+        {#{request_info := PlainInfo}, P10} = expect(P9, 'SEND_ASYNC'),
+        {_, P11} = expect(P10, 'RETURN'),
+        send(P11, 'TERMINATE', #{timeout => 100}),
+        {#{request_info := OutsideInfo}, _} = expect(P11, 'SEND_ASYNC'),
+        [SyncInfo, AsyncInfo, McastInfo, OwnInfo, ForwardInfo, BoomInfo, PlainInfo, OutsideInfo]
+    end),
+    Api = connect(Core),
+    ok = cumulo:subscribe(Api, "echo", fun(A, #{request_info := Info} = Req) ->
+        case cumulo_info:lookup(Info, <<"traceparent">>) of
+            undefined ->
+                {ok, _} = cumulo:send_async(A, "/plain", <<>>, #{request_info => Info});
+            _ ->
+                {ok, _, _} = cumulo:send_sync(A, "/s", <<>>),
+                {ok, _} = cumulo:send_async(A, "/a", <<>>, #{request_info => [{k, v}]}),
+                {ok, []} = cumulo:mcast_async(A, "/m", <<>>, #{request_info => #{}}),
+                {ok, _} = cumulo:send_async(A, "/own", <<>>, #{request_info => Own}),
+                ok = cumulo:forward(A, Req, "/f", #{request_info => <<>>})
+        end,
+        <<>>
+    end),
+    ok = cumulo:subscribe(Api, "boom", fun(A, _) ->
+        {ok, _} = cumulo:send_async(A, "/b", <<>>),
+        error(boom)
+    end),
+    ?assertEqual(false, cumulo:poll(Api)),
+    {ok, _} = cumulo:send_async(Api, "/outside", <<>>),
+    ?assertEqual([Trace, <<"k", 0, "v", 0, Trace/binary>>, Trace, Own, Trace, ParentOnly,
+                  <<"tracestate", 0, "x=1", 0>>, <<>>], cumulo_fake_core:join(Core)),
+    cumulo:close(Api).
+
 frames_over_the_limit_test() ->
     Core = cumulo_fake_core:start(fun(C) ->
         {Peer, _} = accept_instance(C, #{max_frame => 100}),

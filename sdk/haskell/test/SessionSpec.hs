@@ -186,6 +186,57 @@ spec = do
     fwd `shouldBe` MForward (Send tidA 0 0 0 "/other" "k\0v\0" "new")
     next `shouldBe` MGoodbye
 
+  -- PROTOCOL.md 5.1: a handler's sends and forward inherit the traceparent and
+  -- tracestate of the request it handles, after the pairs it gave; a
+  -- handler-given traceparent is kept; a request without one, a failed
+  -- handler's context, and a call outside any handler add nothing.
+  it "a handler's calls carry its request's trace context" $ do
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        trace = infoEncode [("traceparent", parent), ("tracestate", "congo=t61rcWkgMzE")]
+        parentOnly = infoEncode [("traceparent", parent)]
+        own = infoEncode [("traceparent", "00-own")]
+        withInfo info r = r {requestInfo = info}
+    (infos, _) <- withFakeCore
+      (\c -> do
+         void (handshake c)
+         acceptSubscribe c "echo"
+         acceptSubscribe c "boom"
+         sendMsg c [MRequest (withInfo ("a\0" <> "1\0" <> trace) (request tidA "/tests/echo" ""))]
+         MSendSync sync <- recvMsg c
+         sendMsg c [MResponse (Answer (sendTransId sync) 0 "" "")]
+         MSendAsync async <- recvMsg c
+         MMcastAsync mcast <- recvMsg c
+         sendMsg c [MMcastSent (McastSent (sendTransId mcast) [])]
+         MSendAsync kept <- recvMsg c
+         MForward forwarded <- recvMsg c
+         -- a traceparent without tracestate; a handler that fails: its context goes with it
+         sendMsg c [MRequest (withInfo parentOnly (request tidB "/tests/boom" ""))]
+         MSendAsync boom <- recvMsg c
+         failed <- returned c
+         answerStatus failed `shouldBe` statusServiceError
+         -- a request without traceparent
+         sendMsg c [MRequest (withInfo "tracestate\0x=1\0" (request tidA "/tests/echo" ""))]
+         MSendAsync plain <- recvMsg c
+         _ <- returned c
+         sendMsg c [MTerminate 100]
+         MSendAsync outside <- recvMsg c
+         pure (map sendInfo [sync, async, mcast, kept, forwarded, boom, plain, outside]))
+      (\path -> withAPI (unmanaged path) $ \api -> do
+         subscribe api "echo" $ \a req -> do
+           case infoLookup "traceparent" (requestInfo req) of
+             Nothing -> void (sendAsyncWith a defaultSend {optInfo = requestInfo req} "/plain" "")
+             Just _ -> do
+               void (sendSync a "/s" "")
+               void (sendAsyncWith a defaultSend {optInfo = "k\0v\0"} "/a" "")
+               void (mcastAsync a "/m" "")
+               void (sendAsyncWith a defaultSend {optInfo = own} "/own" "")
+               forward a req "/f" "" "" Nothing Nothing
+           pure ("", "")
+         subscribe api "boom" (\a _ -> sendAsync a "/b" "" >> throwIO (FaultyError "boom"))
+         void (poll api Nothing)
+         void (sendAsync api "/outside" ""))
+    infos `shouldBe` [trace, "k\0v\0" <> trace, trace, own, trace, parentOnly, "tracestate\0x=1\0", ""]
+
   it "refuses a send over max_frame locally with TOO_LARGE; the connection stays up" $ do
     (_, (r, ok)) <- withFakeCore
       (\c -> do

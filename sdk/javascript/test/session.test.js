@@ -430,3 +430,104 @@ test('bad connect options are refused without leaving a connection open', T, asy
   await peer.closed;
   await assert.rejects(API.connect({ socket: `${core.path}.missing`, prefix: '/svc/' }), { code: 'ENOENT' });
 });
+
+// ---- trace context (PROTOCOL.md 5.1) ----
+
+const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+const TRACESTATE = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
+const OWN_TRACEPARENT = '00-11111111111111111111111111111111-2222222222222222-00';
+
+// A handler that calls sendSync with {k: 'v'}, sendAsync with its own
+// traceparent, mcastAsync with no info, then forwards with an empty info.
+async function subscribeTraceHandler(api, peer) {
+  const subscribing = api.subscribe('item/get', async (req, instance) => {
+    await instance.sendSync('/sync', '', { info: { k: 'v' } });
+    await instance.sendAsync('/async', '', { info: [['traceparent', OWN_TRACEPARENT]] });
+    await instance.mcastAsync('/mcast', '');
+    await instance.forward(req, '/forward', { info: {} });
+  });
+  const sub = await peer.expect('SUBSCRIBE');
+  peer.send({ type: 'REPLY', reqId: sub.reqId, status: 0, value: 0, message: '' });
+  await subscribing;
+}
+
+// Answers the calls of that handler; returns the request_info pairs of each.
+async function traceCalls(peer) {
+  const sync = await peer.expect('SEND_SYNC');
+  peer.send({ type: 'RESPONSE', transId: sync.transId, status: 0, responseInfo: Buffer.alloc(0), response: Buffer.alloc(0) });
+  const async = await peer.expect('SEND_ASYNC');
+  const mcast = await peer.expect('MCAST_ASYNC');
+  peer.send({ type: 'MCAST_SENT', transId: mcast.transId, transIds: [] });
+  const fwd = await peer.expect('FORWARD');
+  return [sync, async, mcast, fwd].map((msg) => infoParse(msg.requestInfo));
+}
+
+test('a handler\'s sendSync, sendAsync, mcastAsync and forward inherit its request\'s trace context', T, async () => {
+  const { api, peer } = await connect();
+  await subscribeTraceHandler(api, peer);
+  const polling = api.poll();
+  const trace = [['traceparent', TRACEPARENT], ['tracestate', TRACESTATE]];
+  peer.send(request(1, { requestInfo: infoEncode([['x', '1'], ...trace]) }));
+  const [sync, async, mcast, fwd] = await traceCalls(peer);
+  assert.deepEqual(sync, [['k', 'v'], ...trace], 'after the pairs the handler gave');
+  assert.deepEqual(async, [['traceparent', OWN_TRACEPARENT]], 'a handler-given traceparent is kept');
+  assert.deepEqual(mcast, trace);
+  assert.deepEqual(fwd, trace);
+
+  // traceparent without tracestate: traceparent only.
+  peer.send(request(2, { requestInfo: infoEncode([['traceparent', TRACEPARENT]]) }));
+  const [sync2, , mcast2] = await traceCalls(peer);
+  assert.deepEqual(sync2, [['k', 'v'], ['traceparent', TRACEPARENT]]);
+  assert.deepEqual(mcast2, [['traceparent', TRACEPARENT]]);
+
+  // Outside any handler, after those ran: nothing added.
+  await api.sendAsync('/client', '', { info: { k: 'v' } });
+  assert.deepEqual(infoParse((await peer.expect('SEND_ASYNC')).requestInfo), [['k', 'v']]);
+  peer.send({ type: 'TERMINATE', timeout: 1000 });
+  assert.equal(await polling, false);
+  await api.close();
+});
+
+test('a request without traceparent adds nothing to the handler\'s calls', T, async () => {
+  const { api, peer } = await connect();
+  await subscribeTraceHandler(api, peer);
+  const polling = api.poll();
+  for (const [n, info] of [[1, Buffer.alloc(0)], [2, infoEncode({ tracestate: TRACESTATE })]]) {
+    peer.send(request(n, { requestInfo: info }));
+    const [sync, , mcast, fwd] = await traceCalls(peer);
+    assert.deepEqual([sync, mcast, fwd], [[['k', 'v']], [], []]);
+  }
+  peer.send({ type: 'TERMINATE', timeout: 1000 });
+  assert.equal(await polling, false);
+  await api.close();
+});
+
+test('window 2: interleaved handlers each keep their own trace context; none is left after', T, async () => {
+  const { api, peer } = await connect({ window: 2 }, { window: 2 });
+  let late = null;
+  const subscribing = api.subscribe('item/get', async (req, instance) => {
+    const name = req.request.toString();
+    await instance.sendSync(`/to/${name}`, '');
+    // A call the handler leaves behind, made after it returned.
+    if (name === 'a') late = sleep(50).then(() => instance.sendAsync('/late', ''));
+  });
+  const sub = await peer.expect('SUBSCRIBE');
+  peer.send({ type: 'REPLY', reqId: sub.reqId, status: 0, value: 0, message: '' });
+  await subscribing;
+  const polling = api.poll();
+  for (const [n, name] of [[1, 'a'], [2, 'b']]) {
+    peer.send(request(n, { request: Buffer.from(name), requestInfo: infoEncode({ traceparent: name }) }));
+  }
+  const sends = [await peer.expect('SEND_SYNC'), await peer.expect('SEND_SYNC')]; // both handlers wait
+  for (const send of sends) {
+    assert.deepEqual(infoParse(send.requestInfo), [['traceparent', send.name.slice('/to/'.length)]]);
+    peer.send({ type: 'RESPONSE', transId: send.transId, status: 0, responseInfo: Buffer.alloc(0), response: Buffer.alloc(0) });
+  }
+  await peer.expect('RETURN');
+  await peer.expect('RETURN');
+  await late;
+  assert.equal((await peer.expect('SEND_ASYNC')).requestInfo.length, 0, 'the late call adds nothing');
+  peer.send({ type: 'TERMINATE', timeout: 1000 });
+  assert.equal(await polling, false);
+  await api.close();
+});

@@ -43,6 +43,7 @@ type t = {
   mutable terminated : bool;
   mutable slow : bool;
   mutable closed : bool;
+  mutable trace : string;  (* the running handler's trace context, see [trace_of] *)
 }
 
 and handler = t -> request -> string * string
@@ -209,7 +210,7 @@ let create ?socket ?token ?prefix ?(thread_index = 0) ?(window = 1) ?max_frame (
     welcome = None; index = thread_index; read_limit = max_frame; frame_limit = 8 * 1024 * 1024;
     handlers = Hashtbl.create 8; queue = Queue.create (); responses = Hashtbl.create 8; order = [];
     abandoned = Hashtbl.create 8; forwarded = Hashtbl.create 8; req_id = 0; last_ns = 0L; terminated = false;
-    slow = false; closed = false;
+    slow = false; closed = false; trace = "";
   } in
   (try
      write t (Codec.Hello { version = 1; window; thread_index; token; prefix = hello_prefix });
@@ -289,6 +290,33 @@ let unsubscribe t pattern =
 
 (* ------------------------------------------------------------ sending *)
 
+(* Trace context (proto/PROTOCOL.md 5.1): while a handler runs for a request
+   R, [t.trace] holds R's traceparent and tracestate pairs, encoded ("" when
+   R has no traceparent, and outside handlers); [with_trace] appends them to
+   the handler's sends and forwards that give no traceparent. Kept in the
+   instance: an instance is used from one thread at a time and runs its
+   handlers one after another inside [poll] (each [run] thread has its own
+   instance), so it never holds two handlers' contexts. *)
+let trace_of request_info =
+  if request_info = "" then ""
+  else
+    match Info.parse request_info with
+    | exception Error _ -> ""
+    | pairs -> (
+      match List.assoc_opt "traceparent" pairs with
+      | None -> ""
+      | Some parent ->
+        let state = match List.assoc_opt "tracestate" pairs with Some s -> [ ("tracestate", s) ] | None -> [] in
+        Info.encode (("traceparent", parent) :: state))
+
+let with_trace t request_info =
+  if t.trace = "" then request_info
+  else
+    match Info.parse request_info with
+    | pairs when not (List.mem_assoc "traceparent" pairs) -> request_info ^ t.trace
+    | _ -> request_info
+    | exception Error _ -> request_info (* malformed: sent as it is, the core refuses it *)
+
 (* PROTOCOL 2.2: ns since the epoch (strictly increasing), node_id, instance_id. *)
 let new_trans_id t =
   let w = welcome t in
@@ -309,7 +337,7 @@ let send_request t make ?(request_info = "") ?(timeout = 0) ?priority ?(wait_for
   let trans_id = new_trans_id t in
   let priority = Option.value priority ~default:(priority_default t) in
   let flags = if wait_for_service then 1 else 0 in
-  write t (make { Codec.trans_id; timeout; priority; flags; name; request_info; request });
+  write t (make { Codec.trans_id; timeout; priority; flags; name; request_info = with_trace t request_info; request });
   trans_id
 
 let or_default timeout default = if timeout = 0 then default else timeout
@@ -369,7 +397,7 @@ let forward t ?request_info ?request ?timeout ?priority (r : request) name =
     (Codec.Forward
        { trans_id = r.trans_id; timeout = Option.value timeout ~default:r.timeout;
          priority = Option.value priority ~default:r.priority; flags = 0; name;
-         request_info = Option.value request_info ~default:r.request_info;
+         request_info = with_trace t (Option.value request_info ~default:r.request_info);
          request = Option.value request ~default:r.request });
   Hashtbl.replace t.forwarded r.trans_id ()
 
@@ -385,7 +413,8 @@ let handle t (r : request) =
     match Hashtbl.find_opt t.handlers r.pattern with
     | None -> (Status.to_code Status.No_service, "", "no handler for " ^ r.pattern)
     | Some handler -> (
-      match handler t r with
+      t.trace <- trace_of r.request_info;
+      match Fun.protect ~finally:(fun () -> t.trace <- "") (fun () -> handler t r) with
       | info, response -> (0, info, response)
       | exception e -> (Status.to_code Status.Service_error, "", Printexc.to_string e))
   in

@@ -437,6 +437,64 @@ let forward_sends_no_return () =
     (forward = Forward { trans_id = tid_a; timeout = 500; priority = 5; flags = 0; name = "/else"; request_info = ""; request = "moved" });
   Alcotest.(check bool) "then GOODBYE, no RETURN" true (next = Goodbye)
 
+(* PROTOCOL.md 5.1: a handler's sends and forward inherit the traceparent and
+   tracestate of the request it handles, after the pairs it gave; a
+   handler-given traceparent is kept; a request without one, a failed
+   handler's context, and a call outside any handler add nothing. *)
+let trace_context () =
+  let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" in
+  let trace = info_encode [ ("traceparent", parent); ("tracestate", "congo=t61rcWkgMzE") ] in
+  let parent_only = info_encode [ ("traceparent", parent) ] in
+  let own = info_encode [ ("traceparent", "00-own") ] in
+  let info_of = function
+    | Codec.Send_sync s | Send_async s | Mcast_async s | Forward s -> s
+    | m -> failwith ("fake core: a send expected, got " ^ Codec.type_name m)
+  in
+  let core =
+    Fake.start (fun l ->
+        let peer, _ = Fake.accept_instance l in
+        ignore (Fake.reply peer);
+        ignore (Fake.reply peer);
+        Fake.send peer (request ~request_info:("a\0001\000" ^ trace) tid_a);
+        let sync = info_of (Fake.expect peer) in
+        Fake.send peer (Response { trans_id = sync.trans_id; status = 0; response_info = ""; response = "" });
+        let async = info_of (Fake.expect peer) in
+        let mcast = info_of (Fake.expect peer) in
+        Fake.send peer (Mcast_sent { trans_id = mcast.trans_id; trans_ids = [] });
+        let kept = info_of (Fake.expect peer) in
+        let forwarded = info_of (Fake.expect peer) in
+        (* a traceparent without tracestate; a handler that fails: its context goes with it *)
+        Fake.send peer (request ~pattern:"/t/boom" ~request_info:parent_only tid_b);
+        let boom = info_of (Fake.expect peer) in
+        check_int "boom fails" 7 (answer_of (Fake.expect peer)).status;
+        (* a request without traceparent *)
+        Fake.send peer (request ~request_info:"tracestate\000x=1\000" tid_a);
+        let plain = info_of (Fake.expect peer) in
+        ignore (answer_of (Fake.expect peer));
+        Fake.send peer (Terminate 100);
+        let outside = info_of (Fake.expect peer) in
+        List.map (fun (s : Codec.send) -> s.request_info) [ sync; async; mcast; kept; forwarded; boom; plain; outside ])
+  in
+  let api = connect core in
+  subscribe api "echo" (fun api r ->
+      if Info.lookup r.request_info "traceparent" = None then
+        ignore (send_async api ~request_info:r.request_info "/plain" "")
+      else begin
+        ignore (send_sync api "/s" "");
+        ignore (send_async api ~request_info:"k\000v\000" "/a" "");
+        ignore (mcast_async api "/m" "");
+        ignore (send_async api ~request_info:own "/own" "");
+        forward api ~request_info:"" r "/f"
+      end;
+      ("", ""));
+  subscribe api "boom" (fun api _ -> ignore (send_async api "/b" ""); raise (Faulty_error "boom"));
+  Alcotest.(check bool) "poll" false (poll api);
+  ignore (send_async api "/outside" "");
+  Alcotest.(check (list string)) "request_info of each call"
+    (List.map hex_encode [ trace; "k\000v\000" ^ trace; trace; own; trace; parent_only; "tracestate\000x=1\000"; "" ])
+    (List.map hex_encode (Fake.join core));
+  close api
+
 let frames_over_the_limit () =
   let core =
     Fake.start (fun l ->
@@ -569,6 +627,7 @@ let () =
             ("failing and missing handlers", failing_and_missing_handlers);
             ("mcast_async and recv_async", mcast_and_recv_async);
             ("forward sends no RETURN", forward_sends_no_return);
+            ("a handler's calls carry its request's trace context", trace_context);
             ("frames over the limit, both ways", frames_over_the_limit);
             ("send_sync gives up; its late answer is dropped", send_sync_timeout);
             ("a window of requests answered in order", window_in_order);

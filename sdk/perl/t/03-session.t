@@ -210,6 +210,78 @@ subtest 'a forwarded request gets no RETURN' => sub {
     is_deeply([@$next{qw(trans_id response)}], [$TID_B, 'kept'], 'no RETURN for the forwarded one');
 };
 
+my $PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+my $TRACE = "traceparent\0$PARENT\0tracestate\0congo=t61rcWkgMzE\0";
+
+# PROTOCOL.md 5.1.
+subtest "a handler's calls inherit its request's trace context" => sub {
+    my $core = FakeCore->new(sub {
+        my ($peer) = $_[0]->accept_instance;
+        $peer->reply('SUBSCRIBE', 'echo');
+        my @sent;
+        $peer->send_frame('REQUEST', request_fields($TID_A, request => 'calls', request_info => "a\0b\0$TRACE"));
+        push @sent, $peer->expect('SEND_SYNC');
+        $peer->send_frame('RESPONSE', { trans_id => $sent[-1]{trans_id}, status => 0, response_info => '',
+            response => 'answer' });
+        push @sent, $peer->expect('SEND_ASYNC'), $peer->expect('MCAST_ASYNC');
+        $peer->send_frame('MCAST_SENT', { trans_id => $sent[-1]{trans_id}, trans_ids => [] });
+        push @sent, $peer->expect('SEND_ASYNC');
+        $peer->expect('RETURN');
+        $peer->send_frame('REQUEST', request_fields($TID_B, request => 'forward',
+            request_info => "traceparent\0$PARENT\0"));
+        push @sent, $peer->expect('FORWARD');
+        $peer->send_frame('REQUEST', request_fields($TID_A, request => 'fail', request_info => $TRACE));
+        push @sent, $peer->expect('SEND_ASYNC');
+        $peer->expect('RETURN');
+        $peer->send_frame('TERMINATE', { timeout => 100 });
+        push @sent, $peer->expect('SEND_ASYNC');    # after poll returned: outside any handler
+        return map { [$_->{name}, $_->{request_info}] } @sent;
+    });
+    my $api = connect_to($core);
+    $api->subscribe('echo', sub {
+        my ($req, $api) = @_;
+        if ($req->request eq 'forward') {
+            $api->forward($req, '/fwd', request_info => { k => 'v' });
+            return;
+        }
+        if ($req->request eq 'fail') {
+            $api->send_async('/failing', '');
+            die "after sending\n";
+        }
+        $api->send_sync('/sync', '', request_info => "k\0v\0");
+        $api->send_async('/async', '');
+        $api->mcast_async('/mcast/*', '');
+        $api->send_async('/own', '', request_info => [['traceparent', 'own']]);
+        return 'done';
+    });
+    ok(!$api->poll(5000), 'served until TERMINATE');
+    $api->send_async('/outside', '', request_info => "x\0y\0");
+    is_deeply([$core->join], [
+        ['/sync', "k\0v\0$TRACE"], ['/async', $TRACE], ['/mcast/*', $TRACE], ['/own', "traceparent\0own\0"],
+        ['/fwd', "k\0v\0traceparent\0$PARENT\0"], ['/failing', $TRACE], ['/outside', "x\0y\0"],
+    ], 'request_info of each call');
+};
+
+subtest 'requests without a traceparent add nothing' => sub {
+    my $core = FakeCore->new(sub {
+        my ($peer) = $_[0]->accept_instance;
+        $peer->reply('SUBSCRIBE', 'echo');
+        my @sent;
+        # No info; "traceparent" only as a value; tracestate alone.
+        for my $info ('', "x\0traceparent\0", "tracestate\0a=b\0") {
+            $peer->send_frame('REQUEST', request_fields($TID_A, request_info => $info));
+            push @sent, $peer->expect('SEND_ASYNC')->{request_info};
+            $peer->expect('RETURN');
+        }
+        $peer->send_frame('TERMINATE', { timeout => 100 });
+        return @sent;
+    });
+    my $api = connect_to($core);
+    $api->subscribe('echo', sub { $_[1]->send_async('/call', '', request_info => "k\0v\0"); 'ok' });
+    ok(!$api->poll(5000), 'served until TERMINATE');
+    is_deeply([$core->join], [("k\0v\0") x 3], 'request_info as given');
+};
+
 subtest 'mcast_async returns the copies and recv_async collects them' => sub {
     my $core = FakeCore->new(sub {
         my ($peer) = $_[0]->accept_instance;

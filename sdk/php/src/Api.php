@@ -31,6 +31,12 @@ final class Api
     private int $nextReqId = 0;
     private int $lastTimeNs = 0;
     private bool $terminated = false;
+    /**
+     * The trace context of the request whose handler runs (PROTOCOL.md 5.1):
+     * its encoded traceparent/tracestate pairs, else null. Kept on the
+     * instance: PHP has no threads and an instance runs one handler at a time.
+     */
+    private ?string $trace = null;
 
     /**
      * Managed (started by the core): everything comes from the environment.
@@ -172,7 +178,7 @@ final class Api
         $this->connection->writeFrame('FORWARD', [
             'trans_id' => $req->transId, 'timeout' => $timeout ?? $req->timeout,
             'priority' => $priority ?? $req->priority, 'flags' => 0, 'name' => $name,
-            'request_info' => self::infoBytes($requestInfo ?? $req->requestInfo),
+            'request_info' => $this->traced(self::infoBytes($requestInfo ?? $req->requestInfo)),
             'request' => $request ?? $req->request,
         ], $this->maxFrame);
         $req->markForwarded();
@@ -299,7 +305,7 @@ final class Api
         $this->connection->writeFrame($type, [
             'trans_id' => $transId, 'timeout' => $timeout ?? 0, 'priority' => $priority ?? $this->priorityDefault(),
             'flags' => $waitForService ? self::WAIT_FOR_SERVICE : 0, 'name' => $name,
-            'request_info' => self::infoBytes($requestInfo), 'request' => $request,
+            'request_info' => $this->traced(self::infoBytes($requestInfo)), 'request' => $request,
         ], $this->maxFrame);
         return $transId;
     }
@@ -419,6 +425,9 @@ final class Api
 
     private function runHandler(callable $handler, Request $req): array
     {
+        // PROTOCOL.md 5.1: the handler's calls inherit the request's trace context.
+        $previous = $this->trace;
+        $this->trace = self::traceContext($req->requestInfo);
         try {
             $result = $handler($req, $this);
             [$info, $response] = is_array($result) ? $result : ['', $result];
@@ -431,7 +440,55 @@ final class Api
             // one write so that the core logs it as one record.
             fwrite(STDERR, "cumulo: handler for {$req->name} threw {$e}\n");
             return [Status::SERVICE_ERROR, '', get_class($e) . ': ' . $e->getMessage()];
+        } finally {
+            $this->trace = $previous;
         }
+    }
+
+    /**
+     * The encoded traceparent and tracestate pairs of $info, or null without
+     * a traceparent (a request without one is not parsed).
+     */
+    private static function traceContext(string $info): ?string
+    {
+        if (!str_contains($info, "traceparent\0")) {
+            return null;
+        }
+        try {
+            $pairs = Info::parse($info);
+        } catch (CumuloException) {
+            return null;
+        }
+        $parent = $state = null;
+        foreach ($pairs as $pair) {
+            if ($pair[0] === 'traceparent') {
+                $parent ??= $pair;
+            } elseif ($pair[0] === 'tracestate') {
+                $state ??= $pair;
+            }
+        }
+        return $parent === null ? null : Info::encode($state === null ? [$parent] : [$parent, $state]);
+    }
+
+    /**
+     * $info (encoded) with the current trace context appended, unless it has
+     * a traceparent of its own or no handler with a context is running.
+     */
+    private function traced(string $info): string
+    {
+        if ($this->trace === null) {
+            return $info;
+        }
+        try {
+            foreach (Info::parse($info) as [$key]) {
+                if ($key === 'traceparent') {
+                    return $info;
+                }
+            }
+        } catch (CumuloException) {
+            return $info; // malformed: sent as given, for the core to refuse
+        }
+        return $info . $this->trace;
     }
 
     private static function infoBytes(string|array|null $info): string

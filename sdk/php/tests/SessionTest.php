@@ -238,6 +238,83 @@ final class SessionTest extends TestCase
         $this->assertSame([self::TID_B, 'kept'], [$next['trans_id'], $next['response']]);
     }
 
+    private const PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    private const TRACE = "traceparent\0" . self::PARENT . "\0tracestate\0congo=t61rcWkgMzE\0";
+
+    /** PROTOCOL.md 5.1: a handler's calls carry its request's traceparent and tracestate. */
+    public function testHandlerCallsInheritTheTraceContext(): void
+    {
+        $core = new FakeCore(function (FakeCore $c) {
+            [$peer] = $c->acceptInstance();
+            $peer->reply('SUBSCRIBE', 'echo');
+            $peer->send('REQUEST', self::requestFields(self::TID_A, request: 'calls', info: "a\0b\0" . self::TRACE));
+            $sent = [$peer->expect('SEND_SYNC')];
+            $peer->send('RESPONSE', ['trans_id' => $sent[0]['trans_id'], 'status' => 0, 'response_info' => '',
+                'response' => 'answer']);
+            $sent[] = $peer->expect('SEND_ASYNC');
+            $sent[] = $mcast = $peer->expect('MCAST_ASYNC');
+            $peer->send('MCAST_SENT', ['trans_id' => $mcast['trans_id'], 'trans_ids' => []]);
+            $sent[] = $peer->expect('SEND_ASYNC');
+            $peer->expect('RETURN');
+            $peer->send('REQUEST', self::requestFields(self::TID_B, request: 'forward',
+                info: "traceparent\0" . self::PARENT . "\0"));
+            $sent[] = $peer->expect('FORWARD');
+            $peer->send('REQUEST', self::requestFields(self::TID_A, request: 'fail', info: self::TRACE));
+            $sent[] = $peer->expect('SEND_ASYNC');
+            $peer->expect('RETURN');
+            $peer->send('TERMINATE', ['timeout' => 100]);
+            $sent[] = $peer->expect('SEND_ASYNC'); // after poll returned: outside any handler
+            return array_map(fn (array $f) => [$f['name'], $f['request_info']], $sent);
+        });
+        $api = self::connect($core);
+        $api->subscribe('echo', function (Request $req, Api $api) {
+            if ($req->request === 'forward') {
+                $api->forward($req, '/fwd', ['k' => 'v']);
+                return null;
+            }
+            if ($req->request === 'fail') {
+                $api->sendAsync('/failing', '');
+                throw new \RuntimeException('after sending');
+            }
+            $api->sendSync('/sync', '', "k\0v\0");
+            $api->sendAsync('/async', '');
+            $api->mcastAsync('/mcast/*', '');
+            $api->sendAsync('/own', '', [['traceparent', 'own']]);
+            return 'done';
+        });
+        $this->assertFalse($api->poll(5000));
+        $api->sendAsync('/outside', '', "x\0y\0");
+        $this->assertSame([
+            ['/sync', "k\0v\0" . self::TRACE], ['/async', self::TRACE], ['/mcast/*', self::TRACE],
+            ['/own', "traceparent\0own\0"], ['/fwd', "k\0v\0traceparent\0" . self::PARENT . "\0"],
+            ['/failing', self::TRACE], ['/outside', "x\0y\0"],
+        ], $core->join());
+    }
+
+    public function testRequestsWithoutTraceparentAddNothing(): void
+    {
+        $core = new FakeCore(function (FakeCore $c) {
+            [$peer] = $c->acceptInstance();
+            $peer->reply('SUBSCRIBE', 'echo');
+            $sent = [];
+            // No info; "traceparent" only as a value; tracestate alone.
+            foreach (['', "x\0traceparent\0", "tracestate\0a=b\0"] as $info) {
+                $peer->send('REQUEST', self::requestFields(self::TID_A, info: $info));
+                $sent[] = $peer->expect('SEND_ASYNC')['request_info'];
+                $peer->expect('RETURN');
+            }
+            $peer->send('TERMINATE', ['timeout' => 100]);
+            return $sent;
+        });
+        $api = self::connect($core);
+        $api->subscribe('echo', function (Request $req, Api $api) {
+            $api->sendAsync('/call', '', "k\0v\0");
+            return 'ok';
+        });
+        $this->assertFalse($api->poll(5000));
+        $this->assertSame(["k\0v\0", "k\0v\0", "k\0v\0"], $core->join());
+    }
+
     public function testMcastAsyncReturnsCopiesAndRecvAsyncCollectsThem(): void
     {
         $core = new FakeCore(function (FakeCore $c) {

@@ -33,6 +33,7 @@
 /* Field positions in cumulo.messages.Request (wire order). */
 #define REQUEST_TRANS_ID 0
 #define REQUEST_PATTERN 6
+#define REQUEST_INFO 7
 
 typedef struct {
     PyTypeObject *cls; /* NULL: unknown type code */

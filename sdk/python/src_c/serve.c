@@ -9,7 +9,8 @@
  * REQUESTs, answering PING, calling the handler, encoding its RETURN and
  * writing the batch. Everything unusual goes back to the Python methods of
  * the API (_run_handlers, _flush, _make_room, _abort, _no_handler,
- * _handler_failed, _finish, _unexpected and the _dispatch table), so there
+ * _handler_failed, _finish, _unexpected and the _dispatch table, and
+ * _handle for a request that carries a trace context), so there
  * is one implementation of each rule and the public behaviour is identical.
  */
 #include "codec.h"
@@ -30,7 +31,7 @@ static PyObject *zero;             /* the status OK, as an int */
 static PyObject *s_sock, *s_fileno, *s_rbuf, *s_rstart, *s_rend, *s_out, *s_requests, *s_terminated,
     *s_closed, *s_handlers, *s_forwarded, *s_max_frame, *s_recv_limit, *s_dispatch, *s_in_handlers,
     *s_timeout, *s_run_handlers, *s_flush, *s_abort, *s_make_room, *s_set_timeout, *s_no_handler,
-    *s_handler_failed, *s_finish, *s_unexpected, *s_append, *s_popleft;
+    *s_handler_failed, *s_finish, *s_unexpected, *s_append, *s_popleft, *s_handle;
 
 static double monotonic(void)
 {
@@ -400,6 +401,13 @@ static int receive(PyObject *api, int fd, double timeout)
 /* api._handle(request): call the handler and queue its RETURN. */
 static int handle(PyObject *api, PyObject *request, PyObject *out, Py_ssize_t max_frame)
 {
+    /* A request that may carry a traceparent (PROTOCOL.md 5.1) goes to api._handle,
+     * which keeps its trace context while the handler runs; the others pay one check. */
+    PyObject *info = PyTuple_GET_ITEM(request, REQUEST_INFO);
+    if (PyBytes_Check(info) && PyBytes_GET_SIZE(info) > 0 &&
+        memmem(PyBytes_AS_STRING(info), (size_t)PyBytes_GET_SIZE(info), "traceparent", sizeof("traceparent")) != NULL)
+        return call_method(api, s_handle, request, NULL);
+
     PyObject *handlers = PyObject_GetAttr(api, s_handlers);
     if (handlers == NULL)
         return -1;
@@ -612,7 +620,7 @@ int serve_init(void)
         {&s_flush, "_flush"}, {&s_abort, "_abort"}, {&s_make_room, "_make_room"},
         {&s_set_timeout, "_set_timeout"}, {&s_no_handler, "_no_handler"},
         {&s_handler_failed, "_handler_failed"}, {&s_finish, "_finish"}, {&s_unexpected, "_unexpected"},
-        {&s_append, "append"}, {&s_popleft, "popleft"},
+        {&s_append, "append"}, {&s_popleft, "popleft"}, {&s_handle, "_handle"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].name)) == NULL)

@@ -350,6 +350,108 @@ def test_forward_sends_no_return() -> None:
     core.join()
 
 
+TRACEPARENT = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+TRACE = b"traceparent\0" + TRACEPARENT + b"\0tracestate\0congo=t61rcWkgMzE\0"
+
+
+def test_handler_calls_inherit_the_trace_context() -> None:
+    """PROTOCOL.md 5.1: a handler's calls carry R's traceparent and tracestate."""
+    sent: List[Any] = []
+    handled: List[bytes] = []
+    handler_failed = ValueError("after sending")
+
+    def handler(api: API, req: m.Request) -> Any:
+        handled.append(req.request)
+        if req.request == b"fail":
+            api.send_async("/failing", b"")
+            raise handler_failed
+        if req.request == b"forward":
+            api.forward(req, "/fwd/given", b"k\0v\0")
+            return None
+        assert api.send_sync("/sync", b"", b"k\0v\0") == (b"", b"answer")
+        api.send_async("/async", b"")
+        assert api.mcast_async("/mcast/*", b"") == []
+        own = b"traceparent\0" + TRACEPARENT.replace(b"-01", b"-00") + b"\0"
+        api.send_async("/own", b"", own)
+        api.send_async("/malformed", b"", b"no nul")
+        return b"done"
+
+    def script(core: FakeCore) -> None:
+        conn, _ = core.handshake()
+        subscribe_reply(conn)
+        conn.send(request(tid(1), GET, b"calls", b"a\0b\0" + TRACE))
+        call = conn.expect(m.SendSync)
+        sent.append(call)
+        conn.send(m.Response(call.trans_id, 0, b"", b"answer"))
+        sent.append(conn.expect(m.SendAsync))
+        call = conn.expect(m.McastAsync)
+        sent.append(call)
+        conn.send(m.McastSent(call.trans_id, ()))
+        sent.extend(conn.expect(m.SendAsync) for _ in range(2))
+        assert conn.expect(m.Return).response == b"done"
+        # Only traceparent; then forwards, with the handler's own info and with R's.
+        conn.send(request(tid(2), GET, b"forward", b"traceparent\0" + TRACEPARENT + b"\0"),
+                  request(tid(3), GET, b"fail", TRACE))
+        sent.append(conn.expect(m.Forward))
+        sent.append(conn.expect(m.SendAsync))
+        assert conn.expect(m.Return).status == Status.SERVICE_ERROR
+        sent.append(conn.expect(m.SendAsync))  # made after poll returned: outside any handler
+        conn.send(m.Terminate(0))
+
+    core = FakeCore(script)
+    with connect(core) as api:
+        api.subscribe("a/get", handler)
+        while len(handled) < 3:
+            assert api.poll(50) is True
+        api.send_async("/outside", b"", b"x\0y\0")
+        assert api.poll() is False
+    core.join()
+    infos = [(call.name, call.request_info) for call in sent]
+    assert infos == [
+        ("/sync", b"k\0v\0" + TRACE),
+        ("/async", TRACE),
+        ("/mcast/*", TRACE),
+        ("/own", b"traceparent\0" + TRACEPARENT.replace(b"-01", b"-00") + b"\0"),
+        ("/malformed", b"no nul"),
+        ("/fwd/given", b"k\0v\0traceparent\0" + TRACEPARENT + b"\0"),
+        ("/failing", TRACE),
+        ("/outside", b"x\0y\0"),
+    ]
+
+
+def test_requests_without_traceparent_add_nothing() -> None:
+    sent: List[m.SendAsync] = []
+
+    def handler(api: API, req: m.Request) -> Any:
+        api.send_async("/call", b"", b"k\0v\0" if req.request == b"info" else b"")
+        if req.request == b"forward":
+            api.forward(req, "/fwd")
+            return None
+        return b""
+
+    def script(core: FakeCore) -> None:
+        conn, _ = core.handshake()
+        subscribe_reply(conn)
+        # No info; other keys (and "traceparent" only as a value); tracestate alone.
+        conn.send(request(tid(1), GET, b""),
+                  request(tid(2), GET, b"info", b"x\0traceparent\0tracestate\0a=b\0"),
+                  request(tid(3), GET, b"forward", b"tracestate\0a=b\0"))
+        for _ in range(2):
+            sent.append(conn.expect(m.SendAsync))
+            conn.expect(m.Return)
+        sent.append(conn.expect(m.SendAsync))
+        assert conn.expect(m.Forward).request_info == b"tracestate\0a=b\0"
+        conn.send(m.Terminate(0))
+
+    core = FakeCore(script)
+    with connect(core) as api:
+        api.subscribe("a/get", handler)
+        assert api.poll() is False
+        assert api._trace is None
+    core.join()
+    assert [call.request_info for call in sent] == [b"", b"k\0v\0", b""]
+
+
 def test_oversized_frames_refused_both_ways() -> None:
     def script(core: FakeCore) -> None:
         conn, _ = core.handshake(max_frame=1024)

@@ -203,6 +203,78 @@ class SessionTest < Minitest::Test
     assert_equal [TID_B, "kept"], next_frame.values_at(:trans_id, :response)
   end
 
+  PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+  TRACE = "traceparent\0#{PARENT}\0tracestate\0congo=t61rcWkgMzE\0".b.freeze
+
+  # PROTOCOL.md 5.1: a handler's calls carry its request's traceparent and tracestate.
+  def test_handler_calls_inherit_the_trace_context
+    sent = []
+    core = FakeCore.new do |c|
+      peer, = c.accept_instance
+      peer.reply(:subscribe, "echo")
+      peer.send_frame(:request, request_fields(TID_A, request: "calls", request_info: "a\0b\0#{TRACE}"))
+      sync = peer.expect(:send_sync)
+      sent << sync
+      peer.send_frame(:response, trans_id: sync[:trans_id], status: 0, response_info: "", response: "answer")
+      sent << peer.expect(:send_async)
+      mcast = peer.expect(:mcast_async)
+      sent << mcast
+      peer.send_frame(:mcast_sent, trans_id: mcast[:trans_id], trans_ids: [])
+      sent << peer.expect(:send_async)
+      peer.expect(:return)
+      peer.send_frame(:request, request_fields(TID_B, request: "forward", request_info: "traceparent\0#{PARENT}\0"))
+      sent << peer.expect(:forward)
+      peer.send_frame(:request, request_fields(TID_A, request: "fail", request_info: TRACE))
+      sent << peer.expect(:send_async)
+      peer.expect(:return)
+      peer.send_frame(:terminate, timeout: 100)
+      sent << peer.expect(:send_async) # after poll returned: outside any handler
+    end
+    api = connect(core)
+    api.subscribe("echo") do |req|
+      case req.request
+      when "forward" then api.forward(req, "/fwd", request_info: { "k" => "v" })
+      when "fail"
+        api.send_async("/failing", "")
+        raise ArgumentError, "after sending"
+      else
+        api.send_sync("/sync", "", request_info: "k\0v\0")
+        api.send_async("/async", "")
+        api.mcast_async("/mcast/*", "")
+        api.send_async("/own", "", request_info: [["traceparent", "own"]])
+        "done"
+      end
+    end
+    refute api.poll(5000)
+    api.send_async("/outside", "", request_info: "x\0y\0")
+    core.join
+
+    assert_equal [["/sync", "k\0v\0#{TRACE}"], ["/async", TRACE], ["/mcast/*", TRACE],
+                  ["/own", "traceparent\0own\0"], ["/fwd", "k\0v\0traceparent\0#{PARENT}\0"],
+                  ["/failing", TRACE], ["/outside", "x\0y\0"]],
+                 sent.map { |fields| [fields[:name], fields[:request_info]] }
+  end
+
+  def test_requests_without_traceparent_add_nothing
+    sent = []
+    core = FakeCore.new do |c|
+      peer, = c.accept_instance
+      peer.reply(:subscribe, "echo")
+      # No info; "traceparent" only as a value; tracestate alone.
+      ["", "x\0traceparent\0", "tracestate\0a=b\0"].each do |info|
+        peer.send_frame(:request, request_fields(TID_A, request_info: info))
+        sent << peer.expect(:send_async)
+        peer.expect(:return)
+      end
+      peer.send_frame(:terminate, timeout: 100)
+    end
+    api = connect(core)
+    api.subscribe("echo") { api.send_async("/call", "", request_info: "k\0v\0") && "ok" }
+    refute api.poll(5000)
+    core.join
+    assert_equal ["k\0v\0"] * 3, sent.map { |fields| fields[:request_info] }
+  end
+
   def test_mcast_async_returns_copies_and_recv_async_collects_them
     core = FakeCore.new do |c|
       peer, = c.accept_instance

@@ -160,6 +160,9 @@ pub struct Api {
     pub(crate) scratch: Vec<u8>,
     /// Deadline of the request being handled, if any.
     pub(crate) handling_deadline: Option<Instant>,
+    /// Trace context of the request being handled, which its handler's
+    /// outgoing requests inherit (PROTOCOL.md 5.1).
+    pub(crate) trace: crate::trace::TraceContext,
     /// The core's frame limit (WELCOME's max_frame): a bigger frame is
     /// refused here, before the core would refuse it and close the connection.
     pub(crate) send_limit: usize,
@@ -226,6 +229,7 @@ impl Api {
             inbox: Inbox::default(),
             scratch: Vec::new(),
             handling_deadline: None,
+            trace: Default::default(),
             send_limit: w.max_frame as usize,
             closed: false,
             node_id: w.node_id,

@@ -29,6 +29,7 @@ mod serve;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod trace;
 
 pub use api::{Answer, Api, HandlerResult, Options, Request, Response, SendOptions};
 pub use cumulo_proto::{info, Status, TransId};

@@ -19,6 +19,7 @@ impl Api {
         let flags = if o.wait_for_service { SEND_WAIT_FOR_SERVICE } else { 0 };
         let timeout = self.nested_timeout(ty, o.timeout);
         let priority = if o.priority == 0 && !o.exact_priority { self.priority_default } else { o.priority };
+        let info = self.trace.apply(info);
         let s = Send { trans_id: tid, timeout, priority, flags, name, request_info: info, request: body };
         let start = self.conn.wbuf.len();
         cumulo_proto::encode_send(&mut self.conn.wbuf, ty, &s);

@@ -89,6 +89,7 @@ impl Api {
     fn handle(&mut self, req: &Request<'_>) {
         let handler = self.handlers.get(req.pattern).cloned();
         self.handling_deadline = Some(Instant::now() + Duration::from_millis(req.timeout as u64));
+        self.trace.enter(req.request_info);
         let result: std::result::Result<Answer, Failure> = match handler {
             None => Err(Failure::NoHandler(format!("no handler for pattern {}", req.pattern))),
             Some(h) => match catch_unwind(AssertUnwindSafe(|| (h.borrow_mut())(self, req))) {
@@ -106,6 +107,7 @@ impl Api {
         self.handling_deadline = None;
         let start = self.conn.wbuf.len();
         self.encode_answer(req, result);
+        self.trace.leave();
         if let Err(Error::Status { status, message }) = self.within_limit(start) {
             // The sender gets the reason instead of a frame the core would refuse.
             let r = Return {
@@ -132,7 +134,7 @@ impl Api {
                     priority: priority.unwrap_or(req.priority),
                     flags: 0,
                     name: &name,
-                    request_info: &info,
+                    request_info: self.trace.apply(&info),
                     request: &body,
                 };
                 return cumulo_proto::encode_send(w, kind::FORWARD, &s);

@@ -1,5 +1,7 @@
 // Command faulty is a service whose boom handler panics: the SDK must answer
-// SERVICE_ERROR and keep serving (ok answers "ok").
+// SERVICE_ERROR and keep serving (ok answers "ok"). The trace_* handlers
+// call /echo/trace with an empty request_info and answer with the info the
+// echo got, to show the trace context they inherit (PROTOCOL.md 5.1).
 package main
 
 import (
@@ -9,17 +11,62 @@ import (
 	cumulo "cumulo.dev/sdk/go"
 )
 
+type handler = func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error)
+
+const echo = "/echo/trace"
+
+// echoed answers with the echo's response_info as the body.
+func echoed(resp cumulo.Response, err error) (cumulo.Response, error) {
+	if err != nil {
+		return cumulo.Response{}, err
+	}
+	return cumulo.Response{Data: resp.Info}, nil
+}
+
 func main() {
-	err := cumulo.Run(func(api *cumulo.API) error {
-		err := api.Subscribe("boom", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+	handlers := []struct {
+		pattern string
+		handle  handler
+	}{
+		{"boom", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
 			panic("boom from go")
-		})
-		if err != nil {
-			return err
-		}
-		return api.Subscribe("ok", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+		}},
+		{"ok", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
 			return cumulo.Response{Data: []byte("ok")}, nil
-		})
+		}},
+		{"trace_sync", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+			return echoed(api.SendSync(ctx, echo, nil))
+		}},
+		{"trace_async", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+			id, err := api.SendAsync(ctx, echo, nil)
+			if err != nil {
+				return cumulo.Response{}, err
+			}
+			_, resp, err := api.RecvAsync(ctx, id)
+			return echoed(resp, err)
+		}},
+		{"trace_mcast", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+			ids, err := api.McastAsync(ctx, echo, nil)
+			if err != nil {
+				return cumulo.Response{}, err
+			}
+			if len(ids) == 0 {
+				return cumulo.Response{}, &cumulo.Error{Status: cumulo.StatusNoService, Message: "no copy of " + echo}
+			}
+			_, resp, err := api.RecvAsync(ctx, ids[0])
+			return echoed(resp, err)
+		}},
+		{"trace_forward", func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error) {
+			return cumulo.Response{}, api.Forward(req, echo, req.Data, cumulo.WithInfo(nil))
+		}},
+	}
+	err := cumulo.Run(func(api *cumulo.API) error {
+		for _, h := range handlers {
+			if err := api.Subscribe(h.pattern, h.handle); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -35,6 +35,7 @@ import System.Timeout (timeout)
 import Text.Read (readMaybe)
 
 import Cumulo.Codec
+import Cumulo.Info (infoEncode, infoParse)
 import Cumulo.Status
 
 -- | What a handler answers: (response_info, response).
@@ -58,6 +59,7 @@ data API = API
   , apiForwarded :: !(IORef (S.Set TransId))
   , apiLastReqId :: !(IORef Word32)
   , apiLastTime :: !(IORef Word64)
+  , apiTrace :: !(IORef B.ByteString)         -- the running handler's trace context, see 'traceOf'
   }
 
 -- | How to connect. 'defaultConfig' reads nothing; 'connect' fills what is
@@ -127,6 +129,7 @@ connectWith cfg = do
     <$> newIORef B.empty <*> newIORef [] <*> newIORef False <*> newIORef Seq.empty
     <*> newIORef M.empty <*> newIORef M.empty <*> newIORef M.empty <*> newIORef False
     <*> newIORef False <*> newIORef M.empty <*> newIORef S.empty <*> newIORef 0 <*> newIORef 0
+    <*> newIORef B.empty
   -- frames that came in the same read as WELCOME
   unless (B.null rest) $ dispatchAll api rest
   pure api
@@ -349,11 +352,34 @@ newTransId api = do
   pure (TransId (BL.toStrict (BB.toLazyByteString
     (BB.word64BE t <> BB.word32BE (nodeId api) <> BB.word32BE (instanceId api)))))
 
+-- | Trace context (proto/PROTOCOL.md 5.1): while a handler runs for a
+-- request R, 'apiTrace' holds R's traceparent and tracestate pairs, encoded
+-- (empty when R has no traceparent, and outside handlers); 'withTrace'
+-- appends them to the handler's sends and forwards that give no
+-- traceparent. Kept in the 'API': an instance belongs to one thread and runs
+-- its handlers one after another ('run' gives each thread its own 'API'),
+-- so it never holds two handlers' contexts.
+traceOf :: B.ByteString -> B.ByteString
+traceOf info
+  | B.null info = B.empty
+  | otherwise = case infoParse info of
+      Right pairs | Just parent <- lookup "traceparent" pairs ->
+        infoEncode (("traceparent", parent) : [("tracestate", st) | Just st <- [lookup "tracestate" pairs]])
+      _ -> B.empty
+
+withTrace :: API -> B.ByteString -> IO B.ByteString
+withTrace api info = do
+  trace <- readIORef (apiTrace api)
+  pure $ if B.null trace then info else case infoParse info of
+    Right pairs | Nothing <- lookup "traceparent" pairs -> info <> trace
+    _ -> info  -- it has its own traceparent, or is malformed (the core refuses it)
+
 sendMessage :: API -> (Send -> Message) -> SendOptions -> Text -> B.ByteString -> IO TransId
 sendMessage api make opts name body = do
   tid <- newTransId api
+  info <- withTrace api (optInfo opts)
   sendNow api (make (Send tid (fromMaybe 0 (optTimeout opts)) (fromMaybe (priorityDefault api) (optPriority opts))
-    (if optWaitForService opts then 1 else 0) name (optInfo opts) body))
+    (if optWaitForService opts then 1 else 0) name info body))
   pure tid
 
 -- | Send a request; its RESPONSE is collected with 'recvAsync'.
@@ -403,8 +429,9 @@ recvAsync api tid ms = do
 -- Nothing keeps the request's.
 forward :: API -> Request -> Text -> B.ByteString -> B.ByteString -> Maybe Word32 -> Maybe Int8 -> IO ()
 forward api req name info body ms priority = do
+  info' <- withTrace api info
   sendNow api (MForward (Send (requestTransId req) (fromMaybe 0 ms) (fromMaybe (requestPriority req) priority)
-    0 name info body))
+    0 name info' body))
   modifyIORef' (apiForwarded api) (S.insert (requestTransId req))
 
 decodeLenient :: B.ByteString -> Text
@@ -448,7 +475,8 @@ handle api req = do
   case M.lookup (requestPattern req) handlers of
     Nothing -> answer api req statusNoService "" (utf8 ("no handler for pattern " <> requestPattern req))
     Just handler -> do
-      result <- try (handler api req >>= evaluate . forceAnswer)
+      writeIORef (apiTrace api) $! traceOf (requestInfo req)
+      result <- try (handler api req >>= evaluate . forceAnswer) `finally` writeIORef (apiTrace api) B.empty
       forwarded <- atomicModifyIORef' (apiForwarded api)
         (\s -> (S.delete (requestTransId req) s, S.member (requestTransId req) s))
       case result of

@@ -49,6 +49,11 @@ sub new {
         last_time_ns => 0,
         terminated   => 0,
         slow_handler => 0,
+        # The trace context of the request whose handler runs (PROTOCOL.md
+        # 5.1): its encoded traceparent/tracestate pairs, else undef. Kept on
+        # the instance: an instance belongs to one thread and runs one
+        # handler at a time.
+        trace        => undef,
     }, $class;
     $self->{connection} = Cumulo::Connection->new($args{socket} // $ENV{CUMULO_SOCKET});
     eval { $self->_handshake($token, $hello_prefix, $args{window} // 1); 1 } or do {
@@ -141,7 +146,7 @@ sub forward {
     $self->{connection}->write_frame('FORWARD', {
         trans_id => $req->trans_id, timeout => $options{timeout} // $req->timeout,
         priority => $options{priority} // $req->priority, flags => 0, name => $name,
-        request_info => _info_bytes($options{request_info} // $req->request_info),
+        request_info => $self->_traced(_info_bytes($options{request_info} // $req->request_info)),
         request => $options{request} // $req->request,
     }, $self->{max_frame});
     $req->mark_forwarded;
@@ -244,7 +249,7 @@ sub _send_request {
         trans_id => $trans_id, timeout => $options{timeout} // 0,
         priority => $options{priority} // $self->priority_default,
         flags => $options{wait_for_service} ? WAIT_FOR_SERVICE : 0, name => $name,
-        request_info => _info_bytes($options{request_info}), request => $request // '',
+        request_info => $self->_traced(_info_bytes($options{request_info})), request => $request // '',
     }, $self->{max_frame});
     return $trans_id;
 }
@@ -339,6 +344,9 @@ sub _handle {
 
 sub _run_handler {
     my ($self, $handler, $req) = @_;
+    # PROTOCOL.md 5.1: the handler's calls inherit the request's trace
+    # context; local puts the previous one (undef) back however it ends.
+    local $self->{trace} = _trace_context($req->{request_info});
     my ($info, $response);
     my $ok = eval {
         my @result = $handler->($req, $self);
@@ -362,6 +370,28 @@ sub _describe {
     $text = ref($error) . ": $text" if Scalar::Util::blessed($error) && $text !~ /\A\Q@{[ref $error]}\E/;
     utf8::encode($text) if utf8::is_utf8($text);
     return $text;
+}
+
+# The encoded traceparent and tracestate pairs of $info, or undef without a
+# traceparent (a request without one is not parsed).
+sub _trace_context {
+    my ($info) = @_;
+    return if !defined $info || index($info, "traceparent\0") < 0;
+    my $pairs = eval { Cumulo::Info::parse($info) } or return;
+    my ($parent) = grep { $_->[0] eq 'traceparent' } @$pairs;
+    my ($state) = grep { $_->[0] eq 'tracestate' } @$pairs;
+    return $parent && Cumulo::Info::encode([$parent, $state ? $state : ()]);
+}
+
+# $info (encoded) with the current trace context appended, unless it has a
+# traceparent of its own or no handler with a context is running.
+sub _traced {
+    my ($self, $info) = @_;
+    my $trace = $self->{trace};
+    return $info unless defined $trace;
+    my $pairs = eval { Cumulo::Info::parse($info) } or return $info;    # malformed: sent as given
+    return $info if grep { $_->[0] eq 'traceparent' } @$pairs;
+    return $info . $trace;
 }
 
 sub _info_bytes {

@@ -42,6 +42,41 @@ _TIME_BE = struct.Struct(">Q")
 _NODE_INSTANCE_BE = struct.Struct(">II")
 
 
+# ---- trace context (PROTOCOL.md 5.1) ---------------------------------------
+# While a handler runs for a request R that carries `traceparent`, its
+# send_sync, send_async, mcast_async and forward inherit R's `traceparent`
+# (and `tracestate`) unless their request_info has a `traceparent` of its own.
+
+
+def _trace_context(request_info: Bytes) -> Optional[bytes]:
+    """R's traceparent and tracestate pairs, encoded, or None when R has no traceparent."""
+    if b"traceparent\0" not in request_info:  # the common case: nothing parsed
+        return None
+    try:
+        pairs = info_parse(request_info)
+    except DecodeError:
+        return None
+    parent = state = None
+    for key, value in pairs:  # the first value of a repeated key wins, as in info_dict
+        if key == b"traceparent" and parent is None:
+            parent = value
+        elif key == b"tracestate" and state is None:
+            state = value
+    if parent is None:
+        return None
+    return info_encode([(b"traceparent", parent)] + ([(b"tracestate", state)] if state is not None else []))
+
+
+def _with_trace(request_info: Bytes, trace: bytes) -> Bytes:
+    """``request_info`` with ``trace`` appended, unless it has a traceparent already."""
+    try:
+        if any(key == b"traceparent" for key, _ in info_parse(request_info)):
+            return request_info
+    except DecodeError:
+        return request_info  # malformed: sent as given, for the core to refuse
+    return bytes(request_info) + trace
+
+
 class _TLSOptions(NamedTuple):
     """PEM files for TLS to the core: the CA(s) to trust, and an optional client certificate."""
 
@@ -184,6 +219,10 @@ class API:
         self._handlers: Dict[str, Handler] = {}
         self._subscriptions: Dict[str, int] = {}
         self._forwarded: set[bytes] = set()
+        # The trace context of the request whose handler is running (PROTOCOL.md 5.1):
+        # its encoded traceparent/tracestate pairs, else None. Kept on the instance:
+        # an API belongs to one thread and runs one handler at a time.
+        self._trace: Optional[bytes] = None
         self._last_req_id = 0
         self._last_time_ns = 0
         self._tid_suffix = b""
@@ -438,10 +477,13 @@ class API:
             self._in_handlers = False
 
     def _handle(self, request: m.Request) -> None:
+        # The C serve loop calls this one for a request that may carry a traceparent.
         handler = self._handlers.get(request.pattern)
         if handler is None:
             self._no_handler(request)
             return
+        previous = self._trace
+        self._trace = _trace_context(request.request_info) if request.request_info else None
         try:
             result = handler(self, request)
         except Exception as exc:
@@ -449,6 +491,8 @@ class API:
                 raise
             self._handler_failed(request, exc)
             return
+        finally:
+            self._trace = previous
         self._finish(request, result)
 
     # _no_handler, _handler_failed and _finish are also the C serve loop's
@@ -510,12 +554,15 @@ class API:
         priority: Optional[int] = None,
     ) -> None:
         """Pass ``request`` (being handled now) to ``name``; the handler then returns None."""
+        if request_info is None:
+            request_info = request.request_info
+        if self._trace is not None:
+            request_info = _with_trace(request_info, self._trace)
         self._send_now(self._encode_send(
             m.FORWARD, request.trans_id,
             request.timeout if timeout is None else timeout,
             request.priority if priority is None else priority,
-            0, name,
-            request.request_info if request_info is None else request_info,
+            0, name, request_info,
             request.request if request_bytes is None else request_bytes,
         ))
         self._forwarded.add(request.trans_id)
@@ -571,6 +618,8 @@ class API:
     def _send(self, frame_type: int, name: str, request: Bytes, request_info: Bytes,
               timeout: Optional[int], priority: Optional[int], wait_for_service: bool) -> bytes:
         trans_id = self.new_trans_id()
+        if self._trace is not None:
+            request_info = _with_trace(request_info, self._trace)
         self._send_now(self._encode_send(
             frame_type, trans_id, 0 if timeout is None else timeout,
             self.priority_default if priority is None else priority,

@@ -35,6 +35,10 @@ module Cumulo
       @next_req_id = 0
       @last_time_ns = 0
       @terminated = false
+      # The trace context of the request whose handler runs (PROTOCOL.md 5.1):
+      # its encoded traceparent/tracestate pairs, else nil. Kept on the
+      # instance: an API belongs to one thread and runs one handler at a time.
+      @trace = nil
       hello_prefix = token.to_s.empty? ? prefix.to_s : ""
       if token.to_s.empty? && !hello_prefix.start_with?("/")
         raise InvalidArgumentError, "an unmanaged instance needs a prefix starting with '/'"
@@ -113,7 +117,7 @@ module Cumulo
                 timeout: req.timeout, priority: req.priority)
       @connection.write_frame(:forward, {
                                 trans_id: req.trans_id, timeout: timeout, priority: priority, flags: 0,
-                                name: name, request_info: info_bytes(request_info), request: request
+                                name: name, request_info: traced(info_bytes(request_info)), request: request
                               }, max_frame)
       req.mark_forwarded
       nil
@@ -205,7 +209,7 @@ module Cumulo
       @connection.write_frame(type, {
                                 trans_id: trans_id, timeout: timeout || 0, priority: priority || priority_default,
                                 flags: wait_for_service ? WAIT_FOR_SERVICE : 0, name: name,
-                                request_info: info_bytes(request_info), request: request.to_s
+                                request_info: traced(info_bytes(request_info)), request: request.to_s
                               }, max_frame)
       trans_id
     end
@@ -277,7 +281,7 @@ module Cumulo
       handler = @handlers[req.pattern]
       status, info, response =
         if handler
-          run_handler(handler, req)
+          with_trace_context(req) { run_handler(handler, req) }
         else
           [Status::NO_SERVICE, "", "no handler for #{req.pattern}"]
         end
@@ -297,6 +301,40 @@ module Cumulo
       # write so that the core logs it as one record.
       $stderr.write("cumulo: handler for #{req.name} raised #{e.class}: #{e.message}\n", e.full_message(highlight: false))
       [Status::SERVICE_ERROR, "", "#{e.class}: #{e.message}"]
+    end
+
+    # PROTOCOL.md 5.1: while the handler of +req+ runs, its calls inherit
+    # req's traceparent and tracestate (see @trace); cleared when it ends.
+    def with_trace_context(req)
+      previous = @trace
+      @trace = trace_context(req.request_info)
+      yield
+    ensure
+      @trace = previous
+    end
+
+    # The encoded traceparent and tracestate pairs of +request_info+, or nil
+    # without a traceparent (a request without one is not parsed).
+    def trace_context(request_info)
+      return nil unless request_info.include?("traceparent\0")
+
+      pairs = Info.parse(request_info)
+      parent = pairs.find { |key, _| key == "traceparent" }
+      state = pairs.find { |key, _| key == "tracestate" }
+      parent && Info.encode(state ? [parent, state] : [parent])
+    rescue MalformedError
+      nil
+    end
+
+    # +info+ (encoded) with the current trace context appended, unless it has
+    # a traceparent of its own or no handler with a context is running.
+    def traced(info)
+      return info unless @trace
+      return info if Info.parse(info).any? { |key, _| key == "traceparent" }
+
+      info + @trace
+    rescue MalformedError
+      info # sent as given, for the core to refuse
     end
 
     def give_back(req, status, info, response)

@@ -5,6 +5,7 @@ mod fake_core;
 mod send;
 mod serve;
 mod session;
+mod trace;
 
 use std::cell::Cell;
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -46,6 +47,13 @@ public final class Api implements AutoCloseable {
     private boolean terminated;
     private IOException failure;
     private boolean closed;
+    /**
+     * The trace context of the handler running (PROTOCOL.md 5.1): its request's traceparent and
+     * tracestate pairs, encoded; null outside handlers. A field of the instance is per handler
+     * invocation here: an instance belongs to one thread and runs its handlers one at a time; a
+     * handler that polls again gets its own context back when the inner handler ends.
+     */
+    private byte[] traceContext;
 
     private Api(Connection conn, Frame.Welcome welcome, long threadIndex) {
         this.conn = conn;
@@ -244,7 +252,7 @@ public final class Api implements AutoCloseable {
             throw new IllegalStateException("request " + request.transId() + " was already forwarded");
         }
         send(new Frame.Send(FrameType.FORWARD, request.transId(), timeoutMs, priority, 0, name,
-                orEmpty(requestInfo), orEmpty(requestBody)));
+                withTrace(requestInfo), orEmpty(requestBody)));
         // Only once it is on its way: a refused FORWARD still needs the handler's RETURN.
         request.markForwarded();
         flushUnlessDispatching();
@@ -256,8 +264,66 @@ public final class Api implements AutoCloseable {
         ensureOpen();
         TransId id = transIds.next();
         send(new Frame.Send(type, id, timeoutMs, priority, waitForService ? Frame.Send.WAIT_FOR_SERVICE : 0,
-                name, orEmpty(requestInfo), orEmpty(request)));
+                name, withTrace(requestInfo), orEmpty(request)));
         return id;
+    }
+
+    /** R's traceparent and tracestate pairs, encoded; null when R has no traceparent (PROTOCOL.md 5.1). */
+    private static byte[] traceOf(byte[] requestInfo) {
+        if (!hasTraceparentKey(requestInfo)) {
+            return null; // the common case, found without parsing
+        }
+        List<Map.Entry<String, String>> pairs;
+        try {
+            pairs = Info.parse(requestInfo);
+        } catch (CumuloException notKeyValue) {
+            return null;
+        }
+        String parent = Info.first(pairs, "traceparent");
+        if (parent == null) {
+            return null;
+        }
+        String state = Info.first(pairs, "tracestate");
+        return state == null ? Info.encode("traceparent", parent)
+                : Info.encode("traceparent", parent, "tracestate", state);
+    }
+
+    /** The key as encoded: its bytes, then NUL. */
+    private static final byte[] TRACEPARENT_KEY = "traceparent\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    /** Whether the bytes {@code traceparent\0} occur in {@code info}: a parse can find the key only then. */
+    private static boolean hasTraceparentKey(byte[] info) {
+        outer:
+        for (int i = 0; i + TRACEPARENT_KEY.length <= info.length; i++) {
+            for (int j = 0; j < TRACEPARENT_KEY.length; j++) {
+                if (info[i + j] != TRACEPARENT_KEY[j]) {
+                    continue outer;
+                }
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * The request_info of an outgoing call: with the running handler's trace context appended,
+     * unless it has a traceparent already (or is not key/value encoded: sent as given).
+     */
+    private byte[] withTrace(byte[] requestInfo) {
+        byte[] info = orEmpty(requestInfo);
+        if (traceContext == null) {
+            return info;
+        }
+        try {
+            if (Info.first(Info.parse(info), "traceparent") != null) {
+                return info;
+            }
+        } catch (CumuloException notKeyValue) {
+            return info;
+        }
+        byte[] out = Arrays.copyOf(info, info.length + traceContext.length);
+        System.arraycopy(traceContext, 0, out, info.length, traceContext.length);
+        return out;
     }
 
     // ---- receiving -------------------------------------------------------------------------
@@ -364,6 +430,8 @@ public final class Api implements AutoCloseable {
         }
         Request request = new Request(frame);
         Response response;
+        byte[] outerTrace = traceContext;
+        traceContext = traceOf(frame.requestInfo());
         try {
             response = handler.handle(this, request);
         } catch (Exception e) {
@@ -375,6 +443,8 @@ public final class Api implements AutoCloseable {
                 sendReturn(frame.transId(), Status.SERVICE_ERROR, describe(e));
             }
             return;
+        } finally {
+            traceContext = outerTrace; // null unless a handler polled: its own context again
         }
         if (request.forwarded()) {
             return;

@@ -502,4 +502,128 @@ class SessionTest {
             }
         }
     }
+
+    // ---- trace context (PROTOCOL.md 5.1) -------------------------------------------------------
+
+    private static final String TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    private static final String TRACESTATE = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
+    private static final String OWN_TRACEPARENT = "00-11111111111111111111111111111111-2222222222222222-00";
+
+    private static Frame.Request request(TransId id, String pattern, byte[] requestInfo) {
+        return new Frame.Request(id, 4000, 0, Frame.Request.SYNC, (Peer.NODE_ID << 32) | 99, Peer.PREFIX + "x",
+                Peer.PREFIX + pattern, requestInfo, new byte[0]);
+    }
+
+    /**
+     * Subscribes "trace": sendSync with k=v, sendAsync with its own traceparent, mcastAsync with no
+     * info, then forward with an empty info.
+     */
+    private void subscribeTraceHandler(Session s) throws Exception {
+        Future<Void> subscribed = inClient(() -> {
+            s.api().subscribe("trace", (api, request) -> {
+                api.sendSync("/sync", new byte[0], Info.encode("k", "v"));
+                api.sendAsync("/async", new byte[0], Info.encode("traceparent", OWN_TRACEPARENT));
+                api.mcastAsync("/mcast", new byte[0]);
+                api.forward(request, "/forward", new byte[0], request.request(), request.timeout(), request.priority());
+                return null;
+            });
+            return null;
+        });
+        s.peer().replyTo(FrameType.SUBSCRIBE, "trace", 0);
+        result(subscribed);
+    }
+
+    /** Answers the trace handler's calls; returns the request_info of each, in order. */
+    private static List<byte[]> traceCalls(Peer peer) throws IOException {
+        Frame.Send sync = peer.read(Frame.Send.class);
+        peer.write(ok(sync.transId(), ""));
+        Frame.Send async = peer.read(Frame.Send.class);
+        Frame.Send mcast = peer.read(Frame.Send.class);
+        peer.write(new Frame.McastSent(mcast.transId(), List.of()));
+        Frame.Send forward = peer.read(Frame.Send.class);
+        assertEquals(List.of(FrameType.SEND_SYNC, FrameType.SEND_ASYNC, FrameType.MCAST_ASYNC, FrameType.FORWARD),
+                List.of(sync.type(), async.type(), mcast.type(), forward.type()));
+        return List.of(sync.requestInfo(), async.requestInfo(), mcast.requestInfo(), forward.requestInfo());
+    }
+
+    @Test
+    void handlerCallsInheritTheRequestsTraceContext() throws Exception {
+        try (Session s = connect()) {
+            subscribeTraceHandler(s);
+            Future<Boolean> polling = inClient(() -> s.api().poll());
+            s.peer().write(request(TransId.of(1, Peer.NODE_ID, 99), "trace",
+                    Info.encode("x", "1", "traceparent", TRACEPARENT, "tracestate", TRACESTATE)));
+            List<byte[]> infos = traceCalls(s.peer());
+            assertArrayEquals(Info.encode("k", "v", "traceparent", TRACEPARENT, "tracestate", TRACESTATE), infos.get(0),
+                    "after the pairs the handler gave");
+            assertArrayEquals(Info.encode("traceparent", OWN_TRACEPARENT), infos.get(1), "a handler-given traceparent is kept");
+            assertArrayEquals(Info.encode("traceparent", TRACEPARENT, "tracestate", TRACESTATE), infos.get(2));
+            assertArrayEquals(Info.encode("traceparent", TRACEPARENT, "tracestate", TRACESTATE), infos.get(3));
+
+            s.peer().write(request(TransId.of(2, Peer.NODE_ID, 99), "trace", Info.encode("traceparent", TRACEPARENT)));
+            infos = traceCalls(s.peer());
+            assertArrayEquals(Info.encode("k", "v", "traceparent", TRACEPARENT), infos.get(0), "no tracestate: none added");
+            assertArrayEquals(Info.encode("traceparent", TRACEPARENT), infos.get(2));
+
+            s.peer().write(new Frame.Terminate(0));
+            assertFalse(result(polling));
+            // Outside any handler, after those ran: nothing added.
+            result(inClient(() -> s.api().sendAsync("/client", new byte[0], Info.encode("k", "v"))));
+            assertArrayEquals(Info.encode("k", "v"), s.peer().read(Frame.Send.class).requestInfo());
+        }
+    }
+
+    @Test
+    void requestWithoutTraceparentAddsNothing() throws Exception {
+        try (Session s = connect()) {
+            subscribeTraceHandler(s);
+            Future<Boolean> polling = inClient(() -> s.api().poll());
+            int n = 1;
+            for (byte[] info : List.of(new byte[0], Info.encode("tracestate", TRACESTATE))) {
+                s.peer().write(request(TransId.of(n++, Peer.NODE_ID, 99), "trace", info));
+                List<byte[]> infos = traceCalls(s.peer());
+                assertArrayEquals(Info.encode("k", "v"), infos.get(0));
+                assertArrayEquals(new byte[0], infos.get(2));
+                assertArrayEquals(new byte[0], infos.get(3));
+            }
+            s.peer().write(new Frame.Terminate(0));
+            assertFalse(result(polling));
+        }
+    }
+
+    @Test
+    void handlerThatPollsGetsItsOwnTraceContextBack() throws Exception {
+        try (Session s = connect()) {
+            Future<Void> subscribed = inClient(() -> {
+                s.api().subscribe("trace", (api, request) -> {
+                    String name = new String(request.request(), UTF_8);
+                    if (name.equals("outer")) {
+                        api.poll(Duration.ofMillis(300)); // serves "inner", without a traceparent
+                    }
+                    api.sendAsync("/" + name, new byte[0]);
+                    return null;
+                });
+                return null;
+            });
+            s.peer().replyTo(FrameType.SUBSCRIBE, "trace", 0);
+            result(subscribed);
+            Future<Boolean> polling = inClient(() -> s.api().poll());
+            TransId outer = TransId.of(1, Peer.NODE_ID, 99);
+            TransId inner = TransId.of(2, Peer.NODE_ID, 99);
+            s.peer().write(new Frame.Request(outer, 4000, 0, 0, 0, "/x", Peer.PREFIX + "trace",
+                            Info.encode("traceparent", TRACEPARENT), "outer".getBytes(UTF_8)),
+                    new Frame.Request(inner, 4000, 0, 0, 0, "/x", Peer.PREFIX + "trace",
+                            new byte[0], "inner".getBytes(UTF_8)));
+            Frame.Send innerSend = s.peer().read(Frame.Send.class);
+            assertEquals("/inner", innerSend.name());
+            assertArrayEquals(new byte[0], innerSend.requestInfo(), "the inner request has no trace context");
+            assertEquals(inner, s.peer().read(Frame.Return.class).transId());
+            Frame.Send outerSend = s.peer().read(Frame.Send.class);
+            assertEquals("/outer", outerSend.name());
+            assertArrayEquals(Info.encode("traceparent", TRACEPARENT), outerSend.requestInfo());
+            assertEquals(outer, s.peer().read(Frame.Return.class).transId());
+            s.peer().write(new Frame.Terminate(0));
+            assertFalse(result(polling));
+        }
+    }
 }
