@@ -49,6 +49,29 @@ fn send_sync_and_async_reach_a_service_on_another_node() {
     assert_eq!(status(&e), Status::NoService);
 }
 
+/// A request's trace context (PROTOCOL.md 5.1) crosses nodes unchanged:
+/// the echo service on node b answers with the request_info it got.
+#[test]
+fn a_requests_trace_context_reaches_another_node_unchanged() {
+    let nats = NatsServer::start(None);
+    let urls = [nats.url()];
+    let _b = Core::start(node(&urls, "b", 2).service(Service::internal("/echo/", "echo")));
+    let a = Core::start(node(&urls, "a", 1));
+    let mut api = a.client();
+    wait_reachable(&mut api, "/echo/x", ms(10_000));
+    let sent = cumulo::info::encode(&[
+        ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        ("tracestate", "congo=t61rcWkgMzE"),
+    ]);
+    for i in 0..3 {
+        let r = api.send_sync("/echo/x", &sent, b"", opts(5000)).unwrap();
+        assert_eq!(r.info, sent, "send_sync {i}: what node b's echo got");
+    }
+    let tid = api.send_async("/echo/y", &sent, b"", opts(5000));
+    let (_, answer) = api.recv_async(Some(tid), ms(5000)).unwrap().expect("an answer within 5 s");
+    assert_eq!(answer.unwrap().info, sent, "send_async");
+}
+
 /// Counts, for 40 requests from node a to `/s/x` (one instance on a, one
 /// on b), which node answered, under each node-aware dest_refresh.
 #[test]

@@ -244,3 +244,32 @@ fn a_resiliency_policy_applies_to_the_queues_deliveries() {
         assert_eq!(status(&r), Status::Ok, "delivery {i}");
     }
 }
+
+/// A request's trace context (PROTOCOL.md 5.1) is part of what the queue
+/// stores: delivered from the log a killed core left, unchanged.
+#[test]
+fn a_stored_requests_trace_context_is_delivered_after_the_core_is_killed() {
+    let work = TempDir::new();
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let state = "congo=t61rcWkgMzE";
+    // Nobody serves /dest/ yet: the request stays in the log, tried again
+    // every 100 ms.
+    let s = [("mode", q("accepted")), ("retry", "1000".into()), ("retry_delay_ms", "100".into())];
+    let mut core = Core::start(Config::new().service(queue("/q/", &work.0, &s)));
+    let mut api = core.client();
+    let info = cumulo::info::encode(&[("traceparent", parent), ("tracestate", state), ("mine", "yes")]);
+    let r = api.send_sync("/q/dest/x", &info, b"traced", opts(5000)).unwrap();
+    let id = field(&r, "queue-id");
+    drop(api);
+    core.signal(libc::SIGKILL);
+    assert!(core.wait_exit(ms(10_000)).is_some(), "the core did not die of SIGKILL");
+
+    let core = Core::start(Config::new().service(queue("/q/", &work.0, &s)));
+    let (mut dest, got) = subscriber(&core, "/dest/");
+    poll_until(&mut dest, &got, 1, ms(10_000));
+    let (name, ri, body) = got.borrow()[0].clone();
+    assert_eq!((name.as_str(), body.as_slice()), ("/dest/x", &b"traced"[..]));
+    assert_eq!(ri["queue-id"], id, "the same request");
+    assert_eq!((ri["traceparent"].as_str(), ri["tracestate"].as_str()), (parent, state));
+    assert_eq!(ri["mine"], "yes");
+}
