@@ -385,9 +385,10 @@ run_handler(Api, Handler, Request) ->
 %% (and tracestate) appended. It is kept in the instance's state (key trace):
 %% an instance belongs to one process, whose handlers run one at a time, so
 %% the state holds at most one handler's context.
-trace_of(#{request_info := <<>>}) -> [];
 trace_of(#{request_info := Info}) ->
-    case cumulo_info:parse(Info) of
+    %% The common case, a request without one, is found without parsing.
+    case binary:match(Info, <<"traceparent", 0>>) =/= nomatch andalso cumulo_info:parse(Info) of
+        false -> [];
         {ok, Pairs} ->
             case lists:keyfind(<<"traceparent">>, 1, Pairs) of
                 false -> [];
