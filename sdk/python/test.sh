@@ -39,6 +39,13 @@ VENV_PYTHON=.venv/bin/python
 if ! "$VENV_PYTHON" -c 'import setuptools, wheel, pytest' 2>/dev/null; then
     "$VENV_PYTHON" -m pip install -q --disable-pip-version-check setuptools wheel pytest
 fi
+# cumulo.otel's tests: the OpenTelemetry API and SDK (pinned, as ruff is below).
+OTEL_VERSION=1.45.2
+if [ "$("$VENV_PYTHON" -c 'import opentelemetry.version as v; print(v.__version__)' 2>/dev/null)" != "$OTEL_VERSION" ] ||
+    ! "$VENV_PYTHON" -c 'import opentelemetry.sdk' 2>/dev/null; then
+    "$VENV_PYTHON" -m pip install -q --disable-pip-version-check \
+        "opentelemetry-api==$OTEL_VERSION" "opentelemetry-sdk==$OTEL_VERSION"
+fi
 # The linter, pinned so that a new release's rules cannot fail an unchanged tree.
 RUFF_VERSION=0.17.6
 if [ "$(.venv/bin/ruff --version 2>/dev/null)" != "ruff $RUFF_VERSION" ]; then
