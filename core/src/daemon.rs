@@ -104,7 +104,12 @@ async fn serve(cfg: Config, log: LogControl, shard: Option<cumulo_node::shards::
         supervisor.set_shards(links.clone());
     }
     supervisor.set_acl_groups(cfg.acl.clone());
-    tokio::task::spawn_local(keepalive_loop(core.clone(), supervisor.clone()));
+    let hung_killer = supervisor.clone();
+    tokio::task::spawn_local(cumulo_node::runtime::keepalive_loop(core.clone(), move |core, mut hung| {
+        // Processes whose instance another shard closed as hung.
+        hung.append(&mut core.borrow_mut().handoff_mut().hung_pids);
+        hung_killer.kill_hung(&hung);
+    }));
     // Internal services of the config file are tried once before anything
     // starts, so that one that cannot start (its port taken, its log file
     // unwritable) stops the core with a clear error instead of failing
@@ -271,17 +276,3 @@ impl ShutdownSignals {
     }
 }
 
-async fn keepalive_loop(core: Shared, supervisor: Rc<Supervisor>) {
-    let every = core.borrow().limits().keepalive;
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut nonce = 0u64;
-    loop {
-        tick.tick().await;
-        nonce += 1;
-        let mut hung = core.borrow_mut().keepalive_tick(Instant::now(), nonce);
-        // Processes whose instance another shard closed as hung.
-        hung.append(&mut core.borrow_mut().handoff_mut().hung_pids);
-        supervisor.kill_hung(&hung);
-    }
-}

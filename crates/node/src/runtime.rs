@@ -76,3 +76,20 @@ pub async fn health_loop(core: Shared) {
         core.borrow_mut().health_tick();
     }
 }
+
+/// The keep-alive round (`core.keepalive`): pings, hung instances closed,
+/// and the memory of closed subscriptions given back (a trim deferred by
+/// the registry's rate limit happens on a later round). `on_hung` gets the
+/// pids of the processes whose instances were closed as hung this round.
+pub async fn keepalive_loop(core: Shared, mut on_hung: impl FnMut(&Shared, Vec<u32>)) {
+    let every = core.borrow().limits().keepalive;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut nonce = 0u64;
+    loop {
+        tick.tick().await;
+        nonce += 1;
+        let hung = core.borrow_mut().keepalive_tick(std::time::Instant::now(), nonce);
+        on_hung(&core, hung);
+    }
+}

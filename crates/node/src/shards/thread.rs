@@ -40,7 +40,9 @@ async fn serve(cfg: Config, ends: Ends) -> Stats {
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::runtime::timer_loop(core.clone()));
     tokio::task::spawn_local(crate::runtime::health_loop(core.clone()));
-    tokio::task::spawn_local(keepalive(core.clone()));
+    // The service connections handed to this shard are pinged as shard 0's
+    // are; shard 0 kills a hung one's process when told it is gone.
+    tokio::task::spawn_local(crate::runtime::keepalive_loop(core.clone(), |_, _| {}));
     tracing::debug!("shard {index} running");
     links.stopped().await;
     // As shard 0 does: queued requests fail with SHUTTING_DOWN, the gateways
@@ -66,23 +68,6 @@ async fn serve(cfg: Config, ends: Ends) -> Stats {
     let stats = super::report::snapshot(&core.borrow(), index, &[]).stats;
     tracing::debug!("shard {index} stopped; {stats}");
     stats
-}
-
-/// The keep-alive round of the service connections handed to this shard,
-/// as shard 0's: pings, and hung instances closed (shard 0 kills their
-/// process when told they are gone). It also returns the memory of
-/// subscriptions that went to the system (a trim deferred by the
-/// registry's rate limit happens on a later round).
-async fn keepalive(core: Shared) {
-    let every = core.borrow().limits().keepalive;
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut nonce = 0u64;
-    loop {
-        tick.tick().await;
-        nonce += 1;
-        core.borrow_mut().keepalive_tick(Instant::now(), nonce);
-    }
 }
 
 /// The gateway slots this shard runs, by (service id, slot index).
