@@ -10,7 +10,7 @@
  * writing the batch. Everything unusual goes back to the Python methods of
  * the API (_run_handlers, _flush, _make_room, _abort, _no_handler,
  * _handler_failed, _finish, _unexpected and the _dispatch table, and
- * _handle for a request that carries a trace context), so there
+ * _enter_trace for a request that carries a trace context), so there
  * is one implementation of each rule and the public behaviour is identical.
  */
 #include "codec.h"
@@ -31,7 +31,7 @@ static PyObject *zero;             /* the status OK, as an int */
 static PyObject *s_sock, *s_fileno, *s_rbuf, *s_rstart, *s_rend, *s_out, *s_requests, *s_terminated,
     *s_closed, *s_handlers, *s_forwarded, *s_max_frame, *s_recv_limit, *s_dispatch, *s_in_handlers,
     *s_timeout, *s_run_handlers, *s_flush, *s_abort, *s_make_room, *s_set_timeout, *s_no_handler,
-    *s_handler_failed, *s_finish, *s_unexpected, *s_append, *s_popleft, *s_handle;
+    *s_handler_failed, *s_finish, *s_unexpected, *s_append, *s_popleft, *s_enter_trace, *s_trace;
 
 static double monotonic(void)
 {
@@ -401,12 +401,12 @@ static int receive(PyObject *api, int fd, double timeout)
 /* api._handle(request): call the handler and queue its RETURN. */
 static int handle(PyObject *api, PyObject *request, PyObject *out, Py_ssize_t max_frame)
 {
-    /* A request that may carry a traceparent (PROTOCOL.md 5.1) goes to api._handle,
-     * which keeps its trace context while the handler runs; the others pay one check. */
+    /* A request that may carry a traceparent (PROTOCOL.md 5.1): its handler runs in
+     * its trace context (api._trace, set by api._enter_trace); the others pay one check. */
     PyObject *info = PyTuple_GET_ITEM(request, REQUEST_INFO);
-    if (PyBytes_Check(info) && PyBytes_GET_SIZE(info) > 0 &&
-        memmem(PyBytes_AS_STRING(info), (size_t)PyBytes_GET_SIZE(info), "traceparent", sizeof("traceparent")) != NULL)
-        return call_method(api, s_handle, request, NULL);
+    int traced = PyBytes_Check(info) && PyBytes_GET_SIZE(info) > 0 &&
+                 memmem(PyBytes_AS_STRING(info), (size_t)PyBytes_GET_SIZE(info), "traceparent",
+                        sizeof("traceparent")) != NULL; /* the key and its NUL */
 
     PyObject *handlers = PyObject_GetAttr(api, s_handlers);
     if (handlers == NULL)
@@ -417,9 +417,30 @@ static int handle(PyObject *api, PyObject *request, PyObject *out, Py_ssize_t ma
     if (handler == NULL)
         return PyErr_Occurred() ? -1 : call_method(api, s_no_handler, request, NULL);
 
+    /* The trace context the handler replaces (None outside handlers), put back after it. */
+    PyObject *outer = NULL;
+    if (traced && (outer = PyObject_CallMethodOneArg(api, s_enter_trace, info)) == NULL) {
+        Py_DECREF(handler);
+        return -1;
+    }
     PyObject *args[2] = {api, request};
     PyObject *result = PyObject_Vectorcall(handler, args, 2, NULL);
     Py_DECREF(handler);
+    if (outer != NULL) {
+        /* Keeps the handler's exception, if any, across the attribute's write. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        int rc = PyObject_SetAttr(api, s_trace, outer);
+        Py_DECREF(outer);
+        if (rc < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            Py_XDECREF(result);
+            return -1;
+        }
+        PyErr_Restore(type, value, tb);
+    }
     if (result == NULL) {
         /* As `except Exception` in api.py: anything else (KeyboardInterrupt...) goes up. */
         if (!PyErr_ExceptionMatches(PyExc_Exception))
@@ -620,7 +641,8 @@ int serve_init(void)
         {&s_flush, "_flush"}, {&s_abort, "_abort"}, {&s_make_room, "_make_room"},
         {&s_set_timeout, "_set_timeout"}, {&s_no_handler, "_no_handler"},
         {&s_handler_failed, "_handler_failed"}, {&s_finish, "_finish"}, {&s_unexpected, "_unexpected"},
-        {&s_append, "append"}, {&s_popleft, "popleft"}, {&s_handle, "_handle"},
+        {&s_append, "append"}, {&s_popleft, "popleft"}, {&s_enter_trace, "_enter_trace"},
+        {&s_trace, "_trace"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].name)) == NULL)

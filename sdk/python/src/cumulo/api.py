@@ -476,8 +476,14 @@ class API:
         finally:
             self._in_handlers = False
 
+    def _enter_trace(self, request_info: bytes) -> Optional[bytes]:
+        """The C serve loop's way in: the trace context of the request whose
+        handler it runs is set; the one it replaces is returned, to be put back."""
+        previous = self._trace
+        self._trace = _trace_context(request_info)
+        return previous
+
     def _handle(self, request: m.Request) -> None:
-        # The C serve loop calls this one for a request that may carry a traceparent.
         handler = self._handlers.get(request.pattern)
         if handler is None:
             self._no_handler(request)
