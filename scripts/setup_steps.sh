@@ -228,6 +228,15 @@ build_tests() {
         say "installing ruff $ruff_version into $venv"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check "ruff==$ruff_version" >/dev/null
     fi
+    # The OTLP protobuf definitions, for the fake collector of the tracing
+    # tests (tests/polyglot/otlp_collector.py), pinned with the Python SDK's
+    # OpenTelemetry packages.
+    local otel_version
+    otel_version=$(sed -n 's/^OTEL_VERSION=//p' sdk/python/test.sh)
+    if [ "$("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-proto"))' 2>/dev/null)" != "$otel_version" ]; then
+        say "installing opentelemetry-proto $otel_version into $venv"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check "opentelemetry-proto==$otel_version" >/dev/null
+    fi
     # WebSocket client for the gateway's WebSocket tests (tests/gateway/test_websocket.py)
     if ! "$venv/bin/python" -c 'import websockets' 2>/dev/null; then
         say "installing websockets into $venv"

@@ -27,6 +27,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
     // The internal services the node can run: this binary's catalogue.
     cumulo_node::catalogue::set(crate::internal::create, crate::internal::settings::CATALOGUE);
+    let (tracer, exporter) = crate::traces::start(&cfg)?.unzip();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut ends = cumulo_node::shards::channels(cfg.core.threads);
     let stoppers = ends[0].peers.clone();
@@ -36,13 +37,13 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
         // connections among them.
         crate::internal::share_ports_across_shards();
         for e in ends.drain(1..) {
-            threads.push(cumulo_node::shards::thread::spawn(cfg.clone(), e)?);
+            threads.push(cumulo_node::shards::thread::spawn(cfg.clone(), e, tracer.clone())?);
         }
         ends.pop()
     } else {
         None
     };
-    let result = LocalSet::new().block_on(&rt, serve(cfg, log, first));
+    let result = LocalSet::new().block_on(&rt, serve(cfg, log, first, tracer));
     // Told already when shard 0 stopped normally; not when it failed to
     // start (a socket in use): a shard that is told twice stops once.
     for tx in stoppers.iter().skip(1) {
@@ -55,6 +56,11 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
             total.add(&stats);
         }
     }
+    // Every core is gone, and with them the recorders: what they recorded
+    // last is sent before the process exits.
+    if let Some(exporter) = exporter {
+        exporter.flush(crate::traces::FLUSH_LIMIT);
+    }
     // One line with the counters of every shard, each request once: the
     // figures `cumulo status` and /metrics show.
     result.map(|mine| {
@@ -65,13 +71,19 @@ pub fn run_with(cfg: Config, log: LogControl) -> anyhow::Result<()> {
 
 /// Shard 0 (the only one with `core.threads` = 1): the listeners, the
 /// supervisor, the admin API and the cluster.
-async fn serve(cfg: Config, log: LogControl, shard: Option<cumulo_node::shards::Ends>) -> anyhow::Result<Stats> {
+async fn serve(
+    cfg: Config,
+    log: LogControl,
+    shard: Option<cumulo_node::shards::Ends>,
+    tracer: Option<cumulo_otlp::Recorder>,
+) -> anyhow::Result<Stats> {
     let mut signals = ShutdownSignals::install();
     let reloader: Rc<std::cell::OnceCell<Rc<Reloader>>> = Rc::default();
     tokio::task::spawn_local(reload_on_hangup(reloader.clone()));
     let started = (Instant::now(), SystemTime::now());
     let socket = cfg.socket_path();
-    let core = cumulo_node::runtime::new_core(&cfg);
+    let core = cumulo_node::runtime::new_core(&cfg, tracer.as_ref());
+    drop(tracer);
     let shards = shard.map(|ends| Rc::new(cumulo_node::shards::attach(&core, ends)));
     raise_open_files_limit(cfg.core.max_connections);
 

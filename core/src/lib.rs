@@ -6,6 +6,7 @@
 //! - `daemon`: binds the listeners, starts the services, runs the event loop;
 //! - `internal`: the catalogue of internal services (each a crate reached
 //!   through the service API), and `echo`;
+//! - `traces`: the span exporter of `[tracing]`, started before the shards;
 //! - `cli`: the client commands that talk to the admin API;
 //! - `fuzzing`: the socket and HTTP paths over in-memory streams, for `fuzz/`.
 #![forbid(unsafe_code)]
@@ -22,3 +23,4 @@ pub mod daemon;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod internal;
+mod traces;

@@ -29,12 +29,24 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Server-side TLS: certificates, their reload, the acceptor.
     ("cumulo-tls", &[]),
     ("cumulo-config", &["cumulo-pattern", "cumulo-proto"]),
-    ("cumulo-service", &["cumulo-proto"]),
+    // Trace context and span records; no exporter (that is cumulo-otlp).
+    ("cumulo-trace", &["cumulo-proto"]),
+    ("cumulo-service", &["cumulo-proto", "cumulo-trace"]),
+    // The span exporter: OTLP/HTTP off the event loops.
+    ("cumulo-otlp", &["cumulo-config", "cumulo-trace"]),
     // The rules of resiliency policies: pure, no routing state.
     ("cumulo-resilience", &["cumulo-config", "cumulo-pattern", "cumulo-proto"]),
     (
         "cumulo-router",
-        &["cumulo-config", "cumulo-pattern", "cumulo-proto", "cumulo-resilience", "cumulo-service", "cumulo-sys"],
+        &[
+            "cumulo-config",
+            "cumulo-pattern",
+            "cumulo-proto",
+            "cumulo-resilience",
+            "cumulo-service",
+            "cumulo-sys",
+            "cumulo-trace",
+        ],
     ),
     ("cumulo-queue", &["cumulo-service", "cumulo-wal"]),
     ("cumulo-queue-jetstream", &["cumulo-queue", "cumulo-service"]),
@@ -81,6 +93,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "cumulo-http-client",
             "cumulo-loadgen",
             "cumulo-node",
+            "cumulo-otlp",
             "cumulo-pattern",
             "cumulo-proto",
             "cumulo-queue",
@@ -99,8 +112,20 @@ const CONFINED: &[(&str, &[&str])] = &[
     // through the http_client library (it names no HTTP library itself).
     (
         "hyper",
-        &["cumulo", "cumulo-admin", "cumulo-gateway", "cumulo-health-check", "cumulo-http-client", "cumulo-loadgen"],
+        &[
+            "cumulo",
+            "cumulo-admin",
+            "cumulo-gateway",
+            "cumulo-health-check",
+            "cumulo-http-client",
+            "cumulo-loadgen",
+            "cumulo-otlp",
+        ],
     ),
+    // OpenTelemetry: the exporter alone (and the binary that starts it);
+    // the router records plain spans (cumulo-trace).
+    ("opentelemetry", &["cumulo", "cumulo-otlp"]),
+    ("opentelemetry_sdk", &["cumulo", "cumulo-otlp"]),
     // NATS: the cluster and the queue's JetStream backend (and the binary
     // that wires them, and the admin API, which reads the cluster's members).
     ("async-nats", &["cumulo", "cumulo-admin", "cumulo-cluster", "cumulo-queue-jetstream"]),

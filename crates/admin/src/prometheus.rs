@@ -108,6 +108,9 @@ pub async fn render(ctx: &AdminContext) -> String {
 
     cumulo_gateway::websocket_table().render(&mut p.out);
     render_tls_metrics(&mut p);
+    if let Some(tracer) = core.tracer() {
+        render_trace_metrics(&mut p, &tracer);
+    }
 
     let st = &reports.stats();
     let mut global = |name: &str, kind: &str, help: &str, v: u64| {
@@ -308,6 +311,30 @@ fn services_own(p: &mut PromText, reports: &cumulo_service::Reports) {
         }
         let labels: Vec<(&str, &str)> = m.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
         p.sample(&name, &labels, m.value);
+    }
+}
+
+/// The span exporter's series (`[tracing]` on): what was recorded, sent,
+/// refused by the collector, and dropped for want of room.
+fn render_trace_metrics(p: &mut cumulo_router::PromText, tracer: &cumulo_service::trace::Recorder) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let c = tracer.counters();
+    for (name, help, v) in [
+        ("cumulo_trace_spans_recorded_total", "Spans the core recorded (sampled requests).", &c.recorded),
+        ("cumulo_trace_spans_exported_total", "Spans the collector accepted.", &c.exported),
+        (
+            "cumulo_trace_spans_failed_total",
+            "Spans in export requests that failed (collector unreachable, refused or past the export timeout).",
+            &c.failed,
+        ),
+        (
+            "cumulo_trace_spans_dropped_total",
+            "Spans dropped because the exporter's queue was full (tracing.max_queue_spans / max_queue_bytes).",
+            &c.dropped,
+        ),
+    ] {
+        p.header(name, "counter", help);
+        p.sample(name, &[], v.load(Relaxed));
     }
 }
 

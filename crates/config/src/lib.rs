@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod cluster;
 pub mod policy;
+pub mod trace;
 mod trust;
 
 pub use trust::{check_token, expand as expand_acl, AclGroups, Anonymous, ClientConfig, MAX_ACL_PATTERNS, MAX_CLIENTS};
@@ -465,6 +466,9 @@ pub struct Config {
     /// ejection) by destination; none: a request fails once.
     #[serde(default, rename = "policy")]
     pub policies: Vec<policy::PolicyConfig>,
+    /// Spans exported over OTLP (docs/TRACING.md); none: nothing recorded.
+    #[serde(default)]
+    pub tracing: Option<trace::TracingConfig>,
     /// Folder of the config file: relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -597,6 +601,9 @@ impl Config {
         policy::validate("policy", &self.policies)?;
         if let Some(cluster) = &self.cluster {
             cluster::validate(cluster)?;
+        }
+        if let Some(tracing) = &self.tracing {
+            trace::validate(tracing)?;
         }
         for (i, s) in self.services.iter().enumerate() {
             validate_service(&format!("service[{i}] ({})", s.prefix), s, catalogue)?;

@@ -11,10 +11,12 @@ use super::names::NameMapping;
 use super::request::{query_request, request_info, takes_query};
 use super::response::{from_service, plain, plain_and_close, HttpResponse};
 use super::security_headers;
+use super::server_span::ServerSpan;
 use super::settings::{ErrorDetail, HeaderFilter, QueryFormat, Settings};
 use super::websocket::WebSockets;
 use bytes::Bytes;
 use cumulo_proto::Status;
+use cumulo_service::trace::Recorder;
 use cumulo_service::{Response, SendOptions, ServiceApi};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::{Body, Incoming};
@@ -48,6 +50,9 @@ pub struct Gateway<A> {
     pub counts: Counts,
     /// None when no path accepts WebSocket upgrades.
     pub websockets: Option<WebSockets<A>>,
+    /// Where the gateway's SERVER spans go (`[tracing]` on).
+    tracer: Option<Recorder>,
+    traceresponse: bool,
 }
 
 /// Requests answered, by status class; logged when the gateway stops
@@ -63,7 +68,10 @@ impl<A: ServiceApi + 'static> Gateway<A> {
     pub fn new(api: A, s: &Settings, log: Option<Arc<AccessLog>>) -> Gateway<A> {
         // A filesystem service of this core may answer it with an open file.
         api.take_file_handles();
+        let tracer = api.tracer();
         Gateway {
+            tracer,
+            traceresponse: s.traceresponse,
             api,
             names: NameMapping { name_prefix: s.name_prefix.clone(), method_suffix: s.method_suffix },
             headers: s.headers.clone(),
@@ -109,12 +117,26 @@ impl<A: ServiceApi + 'static> Gateway<A> {
         }
         let (parts, body) = req.into_parts();
         let logged = self.log.is_some().then(|| Logged::of(&parts));
-        let mut resp = match self.dispatch(parts, body, remote, deadlines).await {
-            Ok((name, answer)) => self.answer(&name, answer, deadlines).await,
+        let span = self.tracer.as_ref().map(|t| ServerSpan::start(&parts, t));
+        let mut served = None;
+        let mut resp = match self.dispatch(parts, body, remote, deadlines, span.as_ref()).await {
+            Ok((name, answer)) => {
+                let resp = self.answer(&name, answer, deadlines).await;
+                served = Some(name);
+                resp
+            }
             Err(refused) => refused,
         };
         self.secure(&mut resp);
         self.count(logged.as_ref(), &resp, remote);
+        if let (Some(span), Some(tracer)) = (span, &self.tracer) {
+            if self.traceresponse {
+                if let Some(v) = span.traceresponse() {
+                    resp.headers_mut().insert("traceresponse", v);
+                }
+            }
+            span.finish(tracer, resp.status(), served.as_deref(), remote);
+        }
         resp
     }
 
@@ -135,6 +157,7 @@ impl<A: ServiceApi + 'static> Gateway<A> {
         body: Incoming,
         remote: &Rc<str>,
         deadlines: &Deadlines,
+        span: Option<&ServerSpan>,
     ) -> Result<(String, impl Future<Output = Response>), HttpResponse> {
         let name = self.names.service_name(&parts.method, parts.uri.path());
         if let Some(why) = host_problem(&parts) {
@@ -148,7 +171,11 @@ impl<A: ServiceApi + 'static> Gateway<A> {
         }
         let payload = self.payload(&parts, body).await?;
         deadlines.answer_from_now(); // the time taken by a body is not the service's
-        let answer = self.api.call(&name, &request_info(&parts, remote, &self.headers), &payload, self.send);
+        let mut info = request_info(&parts, remote, &self.headers);
+        if let Some(span) = span {
+            info = span.request_info(info);
+        }
+        let answer = self.api.call(&name, &info, &payload, self.send);
         Ok((name, answer))
     }
 

@@ -24,6 +24,7 @@ mod request;
 mod response;
 mod security_headers;
 mod server;
+mod server_span;
 mod settings;
 mod websocket;
 

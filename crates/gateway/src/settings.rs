@@ -79,6 +79,9 @@ pub struct Settings {
     /// Adds the browser security headers a response does not set itself
     /// (security_headers.rs).
     pub security_headers: bool,
+    /// Answer with a `traceresponse` header (W3C Trace Context level 2)
+    /// naming the gateway's span, when `[tracing]` is on.
+    pub traceresponse: bool,
 }
 
 /// hyper's own default; asking for it explicitly would cost a heap
@@ -109,6 +112,7 @@ impl Default for Settings {
             websocket: Vec::new(),
             tls: None,
             security_headers: false,
+            traceresponse: false,
         }
     }
 }
@@ -136,6 +140,7 @@ const KNOWN: &[&str] = &[
     "tls_cert",
     "tls_key",
     "security_headers",
+    "traceresponse",
 ];
 
 impl Settings {
@@ -166,6 +171,7 @@ impl Settings {
             websocket: Vec::new(),
             tls: tls_files(table)?,
             security_headers: boolean(table, "security_headers", d.security_headers)?,
+            traceresponse: boolean(table, "traceresponse", d.traceresponse)?,
         };
         let s = Settings { websocket: super::websocket::settings::from_settings(table, s.timeout_ms)?, ..s };
         if s.name_prefix.contains('\0') {

@@ -278,6 +278,9 @@ impl cumulo_service::ServiceApi for InternalApi {
     fn max_name(&self) -> usize {
         InternalApi::max_name(self)
     }
+    fn tracer(&self) -> Option<cumulo_service::trace::Recorder> {
+        self.core.borrow().tracer()
+    }
     fn shard(&self) -> (u32, u32) {
         InternalApi::shard(self)
     }

@@ -29,11 +29,16 @@ pub fn limits(cfg: &Config) -> Limits {
 }
 
 /// One shard's core: its limits, the options of unmanaged instances and
-/// the `[[client]]`s it admits by token.
-pub fn new_core(cfg: &Config) -> Shared {
+/// the `[[client]]`s it admits by token; `tracer`: where it records spans
+/// (`[tracing]` on; one recorder for every shard).
+pub fn new_core(cfg: &Config, tracer: Option<&cumulo_service::trace::Recorder>) -> Shared {
     let mut core = Core::new(limits(cfg), cfg.core.unmanaged.clone());
     core.set_clients(Rc::new(cumulo_router::Clients::new(&cfg.clients, &cfg.core.unmanaged)));
     core.set_policies(&cfg.policies);
+    if let Some(recorder) = tracer {
+        let start_traces = cfg.tracing.as_ref().is_none_or(|t| t.start_traces);
+        core.set_tracing(recorder.clone(), start_traces);
+    }
     Rc::new(RefCell::new(core))
 }
 

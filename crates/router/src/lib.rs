@@ -23,6 +23,8 @@
 //!   ejection by `[[policy]]` (the rules are in `cumulo_resilience`);
 //! - `health`: probes of the instances of services with
 //!   `[service.health]`, and those out of selection for failing them;
+//! - `call_spans`: the spans of requests routed here, when `[tracing]`
+//!   is on (`cumulo_trace` records them; the node exports them);
 //! - `trust`: named clients, send rules (dest_list_allow / deny) and what
 //!   an instance without a token may claim.
 //!
@@ -30,6 +32,7 @@
 //! `core/tests/architecture.rs` say so.
 
 mod availability;
+mod call_spans;
 mod close_reason;
 mod error;
 pub mod frames;

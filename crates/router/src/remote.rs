@@ -3,6 +3,7 @@
 //! entry and timer; here it is a new request, routed to a local instance,
 //! unless it is one this side sent there coming back.
 
+use crate::call_spans::{Call, Facts};
 use crate::registry::InstanceId;
 use crate::routing::Route;
 use crate::state::Core;
@@ -28,6 +29,15 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         crate::metrics::bump(&i.metrics.sent);
     }
     let timeout = r.timeout.max(1);
+    // A request from another node (not another shard: the shard that
+    // accepted it has its span) is a SERVER span here when traced.
+    let from_node =
+        matches!(core.instances.get(&from).map(|i| &i.endpoint), Some(crate::instance::Endpoint::Remote(_)));
+    let began = core.spans.as_deref().filter(|_| from_node).and_then(|spans| {
+        let facts =
+            Facts { call: Call::FromNode, name: r.name, timeout_ms: timeout, priority: r.priority, now: core.now };
+        spans.begin(r.trans_id, r.request_info, &facts)
+    });
     let route = Route {
         trans_id: r.trans_id,
         sender: from,
@@ -36,7 +46,7 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         flags: r.flags,
         wait_for_service: false,
         name: r.name,
-        request_info: r.request_info,
+        request_info: began.as_ref().map_or(r.request_info, |b| &b.info),
         request: r.request,
         via: None,
         target: 0,

@@ -641,6 +641,9 @@ impl Core {
         let Some(request) = res.drop_copy(&tid) else { return false };
         res.targets[track.target as usize].counts.retries += 1;
         tracing::debug!("retrying {tid} to '{}' in {:?} after {status}", request.name, at - now);
+        if let Some(spans) = self.spans.as_deref() {
+            spans.attempt_failed(&tid, status);
+        }
         let (sender, flags, accepted, timeout_ms) = (f.sender, f.flags, f.accepted, f.timeout_ms);
         let w = Waiting { at, request, avoid: dest, attempt: track.attempt + 1, timeout_ms, bytes: 0 };
         self.wait_for_retry(tid, w, sender, flags, accepted, until)
@@ -726,6 +729,11 @@ impl Core {
         route.avoid = w.avoid;
         route.attempt = w.attempt;
         route.deadline = self.inflight.get(&tid).map_or(route.deadline, |f| f.deadline);
+        // The attempt's own span, named as the parent of what it reaches.
+        let next = self.spans.as_deref().and_then(|s| s.next_attempt(&tid, route.request_info, self.now));
+        if let Some(info) = &next {
+            route.request_info = info;
+        }
         self.route(&route, true, w.timeout_ms);
     }
 
@@ -793,6 +801,9 @@ impl Core {
             return false;
         }
         res.drop_copy(&r.trans_id);
+        if let Some(spans) = self.spans.as_deref() {
+            spans.attempt_failed(&r.trans_id, status);
+        }
         let accepted = match self.inflight.get(&r.trans_id) {
             Some(f) => f.accepted,
             None => until.checked_sub(Duration::from_millis(timeout_ms as u64)).unwrap_or(now),

@@ -4,6 +4,7 @@
 //! or an error (NO_SERVICE, QUEUE_FULL, TIMEOUT, CRASHED, SHUTTING_DOWN).
 
 use crate::availability::Verdict;
+use crate::call_spans::{Call, Facts};
 use crate::held::Held;
 use crate::instance::{remaining_ms, Endpoint, Instance, OwnedRequest};
 use crate::metrics::bump;
@@ -529,6 +530,11 @@ impl Core {
         let timeout =
             if self.resilience.is_some() { self.policy_timeout(s.trans_id, s.name, timeout) } else { timeout };
         self.stats.requests += 1;
+        let call = if sync { Call::SendSync } else { Call::SendAsync };
+        let began = self.spans.as_deref().and_then(|spans| {
+            let facts = Facts { call, name: s.name, timeout_ms: timeout, priority: s.priority, now };
+            spans.begin(s.trans_id, s.request_info, &facts)
+        });
         let route = Route {
             trans_id: s.trans_id,
             sender: id,
@@ -537,7 +543,7 @@ impl Core {
             flags: if sync { REQUEST_SYNC } else { 0 },
             wait_for_service: s.flags & SEND_WAIT_FOR_SERVICE != 0,
             name: s.name,
-            request_info: s.request_info,
+            request_info: began.as_ref().map_or(s.request_info, |b| &b.info),
             request: s.request,
             via: None,
             target: 0,
@@ -782,6 +788,9 @@ impl Core {
             self.arm_timer(r.trans_id, r.deadline);
             self.inflight.insert(r.trans_id, InFlight { track, ..in_flight(r, dest, timeout_ms) });
         }
+        if let Some(spans) = self.spans.as_deref().filter(|s| s.any_open()) {
+            spans.delivered(&r.trans_id, &pattern, !deliver_now, self.now);
+        }
         let node = self.limits.node_id;
         // Another shard picks among its instances as this sender asked
         // (one shard: no lookup on this path).
@@ -944,6 +953,9 @@ impl Core {
             self.holds.release(&q);
             let Some(f) = self.inflight.get_mut(&q.trans_id) else { continue };
             f.held = Held::No;
+            if let Some(spans) = self.spans.as_deref().filter(|s| s.any_open()) {
+                spans.dequeued(&q.trans_id, now);
+            }
             let pattern = q.pattern.clone().unwrap_or_else(|| Rc::from(""));
             deliver(inst, &q.route(), &pattern, node, now);
         }
@@ -1011,6 +1023,11 @@ impl Core {
                 shortened = Some(asked);
             }
         }
+        let began = self.spans.as_deref().and_then(|spans| {
+            let facts =
+                Facts { call: Call::Forward, name: s.name, timeout_ms: f.timeout_ms, priority: s.priority, now };
+            spans.forwarded(s.trans_id, s.request_info, &facts)
+        });
         let route = Route {
             trans_id: s.trans_id,
             sender: f.sender,
@@ -1019,7 +1036,7 @@ impl Core {
             flags: f.flags,
             wait_for_service: s.flags & SEND_WAIT_FOR_SERVICE != 0,
             name: s.name,
-            request_info: s.request_info,
+            request_info: began.as_ref().map_or(s.request_info, |b| &b.info),
             request: s.request,
             via: None,
             target: 0,
@@ -1094,6 +1111,10 @@ impl Core {
             };
             let Some(inst) = self.instances.get(&dest) else { continue };
             let deliver_now = inst.is_free();
+            let began = self.spans.as_deref().and_then(|spans| {
+                let facts = Facts { call: Call::Mcast, name: s.name, timeout_ms: timeout, priority: s.priority, now };
+                spans.begin(tid, s.request_info, &facts)
+            });
             let route = Route {
                 trans_id: tid,
                 sender: id,
@@ -1102,7 +1123,7 @@ impl Core {
                 flags: REQUEST_MCAST,
                 wait_for_service: false,
                 name: s.name,
-                request_info: s.request_info,
+                request_info: began.as_ref().map_or(s.request_info, |b| &b.info),
                 request: s.request,
                 via: None,
                 target,
@@ -1132,6 +1153,9 @@ impl Core {
             };
             self.inflight.insert(tid, f);
             self.stats.requests += 1;
+            if let Some(spans) = self.spans.as_deref().filter(|s| s.any_open()) {
+                spans.delivered(&tid, &pattern, !deliver_now, now);
+            }
             if deliver_now {
                 deliver(self.instances.get_mut(&dest).unwrap(), &route, &pattern, node, now);
             } else {

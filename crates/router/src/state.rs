@@ -177,6 +177,9 @@ pub struct Core {
     /// Health probes of instances (`[service.health]`); None until an
     /// instance with probes is seen.
     pub(crate) health: Option<Box<crate::health::Health>>,
+    /// Spans of the requests routed here (`[tracing]`); None when off:
+    /// every hook then pays one branch.
+    pub(crate) spans: Option<Box<crate::call_spans::CallSpans>>,
 }
 
 /// Where a core stands among the shards of one process.
@@ -241,6 +244,7 @@ impl Core {
             availability: Default::default(),
             resilience: None,
             health: None,
+            spans: None,
         }
     }
 
@@ -252,6 +256,18 @@ impl Core {
     pub fn refresh_now(&mut self) -> Instant {
         self.now = Instant::now();
         self.now
+    }
+
+    /// Records the spans of the requests routed here (`[tracing]` on);
+    /// `start_traces`: a request with no trace context starts one.
+    pub fn set_tracing(&mut self, recorder: cumulo_trace::Recorder, start_traces: bool) {
+        let node = self.limits.node_id;
+        self.spans = Some(Box::new(crate::call_spans::CallSpans::new(recorder, start_traces, node)));
+    }
+
+    /// Where spans are recorded, when `[tracing]` is on.
+    pub fn tracer(&self) -> Option<cumulo_trace::Recorder> {
+        self.spans.as_deref().map(|s| s.recorder().clone())
     }
 
     /// Makes this core shard `index` of `count` (before anything is admitted).
@@ -585,6 +601,9 @@ impl Core {
 
     /// Sends an answer to whoever sent the request, if it is still there.
     pub fn respond(&self, sender: InstanceId, tid: &TransId, status: Status, info: &[u8], body: &[u8]) {
+        if let Some(spans) = self.spans.as_deref().filter(|s| s.any_open()) {
+            spans.end(tid, status, body, self.now);
+        }
         let Some(inst) = self.instances.get(&sender) else { return };
         match &inst.endpoint {
             Endpoint::Socket(out) | Endpoint::Remote(out) | Endpoint::Shard(out) => {
@@ -609,6 +628,9 @@ impl Core {
                 inflight.get(tid).is_some_and(|f| f.deadline == at || f.recheck)
                     || retries.is_some_and(|r| r.retry_due(tid, at))
             });
+            if let Some(spans) = self.spans.as_deref() {
+                spans.sweep(&self.inflight);
+            }
         }
         self.timers.arm(tid, deadline);
     }

@@ -101,4 +101,9 @@ pub trait ServiceApi {
     /// Publishes this instance's state to the admin API, `/metrics` and the
     /// dashboard until the instance stops.
     fn report(&self, report: Rc<dyn Report>);
+    /// Where a service that records spans of its own (the gateway's
+    /// SERVER span) hands them, when `[tracing]` is on (docs/TRACING.md).
+    fn tracer(&self) -> Option<cumulo_trace::Recorder> {
+        None
+    }
 }

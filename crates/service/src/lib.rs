@@ -14,5 +14,7 @@ mod report;
 
 pub use api::{Request, Response, SendOptions, ServiceApi};
 pub use cumulo_proto::{info, Status, TransId};
+/// Trace context and span records, for a service that records its own.
+pub use cumulo_trace as trace;
 pub use error::ServiceError;
 pub use report::{Metric, MetricKind, Report, Reports};

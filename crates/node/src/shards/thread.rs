@@ -21,7 +21,11 @@ use tokio::task::LocalSet;
 use tokio_util::sync::CancellationToken;
 
 /// Starts the thread of shard `ends.index`; it returns once the core stops.
-pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle<Stats>> {
+pub fn spawn(
+    cfg: Config,
+    ends: Ends,
+    tracer: Option<cumulo_service::trace::Recorder>,
+) -> std::io::Result<std::thread::JoinHandle<Stats>> {
     std::thread::Builder::new().name(format!("cumulo-shard-{}", ends.index)).spawn(move || {
         let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
@@ -30,13 +34,14 @@ pub fn spawn(cfg: Config, ends: Ends) -> std::io::Result<std::thread::JoinHandle
                 return Stats::default();
             }
         };
-        LocalSet::new().block_on(&rt, serve(cfg, ends))
+        LocalSet::new().block_on(&rt, serve(cfg, ends, tracer))
     })
 }
 
-async fn serve(cfg: Config, ends: Ends) -> Stats {
+async fn serve(cfg: Config, ends: Ends, tracer: Option<cumulo_service::trace::Recorder>) -> Stats {
     let index = ends.index;
-    let core = crate::runtime::new_core(&cfg);
+    let core = crate::runtime::new_core(&cfg, tracer.as_ref());
+    drop(tracer); // the core holds its own: the exporter ends when every core has gone
     let links = super::attach(&core, ends);
     tokio::task::spawn_local(crate::runtime::timer_loop(core.clone()));
     tokio::task::spawn_local(crate::runtime::health_loop(core.clone()));

@@ -1,0 +1,100 @@
+//! The gateway's SERVER span (docs/TRACING.md), when `[tracing]` is on: a
+//! child of the client's `traceparent`, or the root of a new trace (then
+//! sampled by `[tracing] sample_ratio`). The service request carries the
+//! span as its parent, so the core's span for it, and all that follows,
+//! is this span's child. A client's trace id and `tracestate` are never
+//! replaced; a context that is not recorded is passed on as it came.
+
+use cumulo_service::trace::{AttrValue, Recorder, Span, SpanKind, SpanStatus, TraceParent};
+use hyper::header::HeaderValue;
+use hyper::http::request::Parts;
+use hyper::StatusCode;
+use std::time::{Instant, SystemTime};
+
+pub(crate) struct ServerSpan {
+    context: TraceParent,
+    parent: Option<[u8; 8]>,
+    /// The client sent a context the gateway passes on unchanged (not
+    /// recorded).
+    passed_on: bool,
+    start: SystemTime,
+    started: Instant,
+    method: String,
+    path: String,
+}
+
+impl ServerSpan {
+    pub(crate) fn start(parts: &Parts, recorder: &Recorder) -> ServerSpan {
+        let client = parts.headers.get("traceparent").and_then(|v| TraceParent::parse(v.as_bytes()));
+        let (context, parent, passed_on) = match client {
+            Some(tp) if tp.sampled() => (tp.child(cumulo_service::trace::new_span_id()), Some(tp.span_id), false),
+            Some(tp) => (tp, None, true),
+            None => {
+                let root = TraceParent::root(true);
+                let flags = recorder.sampler().root(&root.trace_id) as u8;
+                (TraceParent { flags, ..root }, None, false)
+            }
+        };
+        ServerSpan {
+            context,
+            parent,
+            passed_on,
+            start: SystemTime::now(),
+            started: Instant::now(),
+            method: parts.method.as_str().to_string(),
+            path: parts.uri.path().to_string(),
+        }
+    }
+
+    /// The service request's request_info, naming this span as the parent.
+    pub(crate) fn request_info(&self, info: Vec<u8>) -> Vec<u8> {
+        if self.passed_on {
+            return info;
+        }
+        match cumulo_service::trace::find(&info) {
+            Some((_, at)) => cumulo_service::trace::with_parent(&info, at, &self.context),
+            None => cumulo_service::trace::append(&info, &self.context),
+        }
+    }
+
+    /// `traceresponse`: the trace and this span, for the client's logs.
+    pub(crate) fn traceresponse(&self) -> Option<HeaderValue> {
+        HeaderValue::from_bytes(&self.context.encode()).ok()
+    }
+
+    /// The response is written: the span ends (recorded when sampled).
+    pub(crate) fn finish(self, recorder: &Recorder, status: StatusCode, name: Option<&str>, remote: &str) {
+        if !self.context.sampled() || self.passed_on {
+            return;
+        }
+        let mut attrs = vec![
+            ("http.request.method", AttrValue::Str(self.method.clone().into())),
+            ("url.path", AttrValue::Str(self.path.clone().into())),
+            ("http.response.status_code", AttrValue::Int(status.as_u16() as i64)),
+            ("client.address", AttrValue::Str(remote.to_string().into())),
+            ("rpc.system", AttrValue::Str("cumulo".into())),
+        ];
+        if let Some(name) = name {
+            attrs.push(("rpc.method", AttrValue::Str(name.to_string().into())));
+        }
+        recorder.record(Span {
+            trace_id: self.context.trace_id,
+            span_id: self.context.span_id,
+            parent_id: self.parent.unwrap_or([0; 8]),
+            parent_remote: self.parent.is_some(),
+            flags: self.context.flags,
+            kind: SpanKind::Server,
+            name: format!("{} {}", self.method, self.path),
+            start: self.start,
+            end: self.start + self.started.elapsed(),
+            // A server span is an error for 5xx only (OpenTelemetry's HTTP
+            // conventions): a 4xx is the client's.
+            status: match status.is_server_error() {
+                true => SpanStatus::Error(format!("HTTP {}", status.as_u16())),
+                false => SpanStatus::Unset,
+            },
+            attrs,
+            links: vec![],
+        });
+    }
+}
