@@ -36,8 +36,11 @@ suite "Setup: a second run of start.sh's setup builds nothing and says so (bash 
 suite "Start: start.sh answers first, then the languages held back join the running core; SIGINT stops it (bash scripts/start_test.sh)" \
     bash scripts/start_test.sh
 suite "Rust: format and lints (cargo fmt --check; cargo clippy -D warnings, workspace lints in Cargo.toml)" \
-    bash -c "cargo fmt --all --check && cargo clippy --release --workspace --all-targets --quiet -- -D warnings"
-suite "Rust: codec vectors, core, Rust SDK, core and cluster end-to-end" cargo test --release --workspace --no-fail-fast
+    bash -c "cargo fmt --all --check && cargo clippy --release --workspace --all-targets --quiet -- -D warnings &&
+        cargo clippy --release -p cumulo-sdk --all-targets --features otel --quiet -- -D warnings"
+# The Rust SDK's `otel` feature (cumulo::otel) is off in the workspace build: its tests run on their own.
+suite "Rust: codec vectors, core, Rust SDK, core and cluster end-to-end" \
+    bash -c "cargo test --release --workspace --no-fail-fast && cargo test --release --quiet -p cumulo-sdk --features otel"
 suite "Fuzzing: regression inputs, then every target briefly (bash fuzz/run.sh --quick)" bash fuzz/run.sh --quick
 suite "C and C++ SDKs" bash sdk/c/test.sh
 suite "Python SDK" bash sdk/python/test.sh

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Checks the Go SDK: go vet and go test (with the race detector when cgo can
-# build it), then vets, tests and builds the http_req example. Exits
+# build it), the same for the optional OpenTelemetry module in otel/ (a
+# module of its own, whose dependencies come from the Go module proxy the
+# first time), then vets, tests and builds the http_req example. Exits
 # non-zero on the first failure.
 set -euo pipefail
 
@@ -22,6 +24,13 @@ fi
 cd "$sdk"
 go vet ./...
 go test $race -count=1 ./...
+
+# otel/ is a nested module (go test ./... above skips it): its go.mod and
+# go.sum pin the OpenTelemetry modules; -mod=readonly never rewrites them.
+cd "$sdk/otel"
+go mod download   # silent, unlike the "go: downloading" lines of a first vet
+go vet -mod=readonly ./...
+go test $race -mod=readonly -count=1 ./...
 
 cd "$example"
 go vet ./...

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the JavaScript SDK's test suite: installs Node.js if missing and the
-# devDependencies (TypeScript, for checking index.d.ts), checks the syntax of
+# devDependencies (TypeScript, for checking index.d.ts and otel.d.ts; the
+# OpenTelemetry API and SDK, for test/otel.test.js), checks the syntax of
 # every file of the SDK and its http_req example (node --check), checks that
-# a file: install gets the SDK alone, then node --test.
+# a file: install gets the SDK alone (and that cumulo/otel then names the
+# optional package it lacks), then node --test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,9 +19,10 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 # Reinstall only when the lock file changed since the last install.
-if [ ! -d node_modules/typescript ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ ! -d node_modules/typescript ] || [ ! -d node_modules/@opentelemetry/sdk-trace-base ] ||
+  [ package-lock.json -nt node_modules/.package-lock.json ]; then
   if ! npm ci --no-audit --no-fund --loglevel=error >/dev/null; then
-    echo "warning: npm ci failed; the index.d.ts check will be skipped" >&2
+    echo "warning: npm ci failed; the index.d.ts check and the otel tests will be skipped" >&2
   fi
 fi
 
@@ -42,5 +45,12 @@ if [ "$installed" != "cumulo " ]; then
   echo "test.sh: installing the SDK with file: also installed: $installed" >&2
   exit 1
 fi
+# There, without the optional @opentelemetry/api, cumulo loads and
+# cumulo/otel says what it needs.
+(cd "$consumer" && node --input-type=module -e "
+  await import('cumulo');
+  await import('cumulo/otel').then(() => { throw new Error('cumulo/otel loaded without @opentelemetry/api'); },
+    (err) => { if (!/npm install @opentelemetry\/api/.test(err.message)) throw err; });") ||
+  { echo "test.sh: cumulo/otel without @opentelemetry/api: not the expected error" >&2; exit 1; }
 
 node --test test/*.test.js

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the Rust SDK: the shared vectors through the codec it encodes and
-# decodes with (cumulo-proto), the SDK's own tests against a fake core, and
-# the build of the http_req example. Installs cargo if it is missing.
+# decodes with (cumulo-proto), the SDK's own tests against a fake core (again
+# with the feature `otel`, for cumulo::otel), and the build of the http_req
+# example. Installs cargo if it is missing.
 # Exits non-zero on the first failure.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,6 +16,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 cargo test --release --quiet -p cumulo-proto -p cumulo-sdk "$@"
+cargo test --release --quiet -p cumulo-sdk --features otel "$@"
 # as scripts/setup.sh builds it: `-p` would rebuild with other features
 cargo build --release --quiet --workspace ${CUMULO_ALL_TARGETS:+--all-targets}
 echo "rust sdk: all checks passed"

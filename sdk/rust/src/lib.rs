@@ -23,6 +23,8 @@ mod api;
 mod conn;
 mod error;
 mod inbox;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod run;
 mod send;
 mod serve;

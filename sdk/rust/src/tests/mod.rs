@@ -2,6 +2,8 @@
 //! whose other end a thread of the test plays, frame by frame.
 
 mod fake_core;
+#[cfg(feature = "otel")]
+mod otel;
 mod send;
 mod serve;
 mod session;
