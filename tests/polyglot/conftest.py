@@ -199,7 +199,8 @@ def given_up_services() -> list[dict]:
 
 
 def write_config(path: Path, socket: Path, services: list[dict], admin_port: int = 0,
-                 core_keys: dict | None = None) -> None:
+                 core_keys: dict | None = None, sections: str = "") -> None:
+    """`sections`: more of the file, as TOML text (`[tracing]`, `[cluster]`)."""
     # Clients send with the default timeouts: generous ones, for a loaded machine.
     extra = [f"{k} = {_toml(v)}" for k, v in (core_keys or {}).items()]
     lines = ["[admin]", f"port = {admin_port}", "", "[core]", f"socket = {_toml(str(socket))}",
@@ -209,7 +210,7 @@ def write_config(path: Path, socket: Path, services: list[dict], admin_port: int
         lines.append("[[service]]")
         lines += [f"{k} = {_toml(v)}" for k, v in svc.items()]
         lines.append("")
-    path.write_text("\n".join(lines))
+    path.write_text("\n".join(lines) + "\n" + sections)
 
 
 def processes_of(socket: Path) -> list[int]:
@@ -322,16 +323,19 @@ def _alive_for(pid: int, socket: Path) -> bool:
     return pid in processes_of(socket) if Path(f"/proc/{pid}").exists() else False
 
 
-def start_core(services: list[dict], admin_port: int = 0, core_keys: dict | None = None) -> Core:
-    """`core_keys`: more keys of [core] (a TCP listener, say)."""
+def start_core(services: list[dict], admin_port: int = 0, core_keys: dict | None = None, sections: str = "",
+               dir: Path | None = None) -> Core:
+    """`core_keys`: more keys of [core] (a TCP listener, say); `sections`:
+    more of the config file; `dir`: the folder of a core started again."""
     # Short: a Unix socket path must fit in 108 bytes.
-    tmp = Path(tempfile.mkdtemp(prefix="cumulo-poly-", dir="/tmp"))
+    tmp = dir or Path(tempfile.mkdtemp(prefix="cumulo-poly-", dir="/tmp"))
     socket, config, log = tmp / "core.sock", tmp / "cumulo.toml", tmp / "core.log"
-    write_config(config, socket, services, admin_port, core_keys)
+    write_config(config, socket, services, admin_port, core_keys, sections)
+    socket.unlink(missing_ok=True)  # a killed core's, when started again: not a sign of this one
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUMULO_")}
     # The supervisor's debug lines say when each process is initialized.
     env.update(NO_COLOR="1", CUMULO_LOG="info,cumulo_node::supervisor=debug")
-    with open(log, "wb") as out:
+    with open(log, "ab") as out:
         proc = subprocess.Popen([str(CUMULO_BIN), "run", "--config", str(config)], stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=tmp)
     core = Core(tmp, socket, config, log, proc, services)

@@ -39,7 +39,7 @@ class Collector:
     delay: float = 0.0
     spans: list[Span] = field(default_factory=list)
     requests: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def start(self) -> "Collector":
         collector = self

@@ -1,19 +1,28 @@
 // Command faulty is a service whose boom handler panics: the SDK must answer
 // SERVICE_ERROR and keep serving (ok answers "ok"). The trace_* handlers
 // call /echo/trace with an empty request_info and answer with the info the
-// echo got, to show the trace context they inherit (PROTOCOL.md 5.1).
+// echo got, to show the trace context they inherit (PROTOCOL.md 5.1);
+// FAULTY_TRACE_TARGET names another service to call (test_otlp.py).
 package main
 
 import (
 	"context"
 	"log"
+	"os"
 
 	cumulo "cumulo.dev/sdk/go"
 )
 
 type handler = func(ctx context.Context, api *cumulo.API, req *cumulo.Request) (cumulo.Response, error)
 
-const echo = "/echo/trace"
+var echo = traceTarget()
+
+func traceTarget() string {
+	if name := os.Getenv("FAULTY_TRACE_TARGET"); name != "" {
+		return name
+	}
+	return "/echo/trace"
+}
 
 // echoed answers with the echo's response_info as the body.
 func echoed(resp cumulo.Response, err error) (cumulo.Response, error) {

@@ -1,12 +1,15 @@
 """Faulty service: /tests/faulty/python/boom raises, /ok answers "ok".
 
 trace_* call the echo service with an empty request_info and answer with the
-request_info it got (test_trace.py, PROTOCOL.md 5.1).
+request_info it got (test_trace.py, PROTOCOL.md 5.1); FAULTY_TRACE_TARGET
+names another service to call (test_otlp.py chains services so).
 """
+
+import os
 
 import cumulo
 
-ECHO = "/echo/trace"
+ECHO = os.environ.get("FAULTY_TRACE_TARGET", "/echo/trace")
 
 
 class FaultyError(Exception):
