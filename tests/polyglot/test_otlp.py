@@ -259,3 +259,44 @@ def test_a_gone_or_slow_collector_delays_no_request_and_drops_what_it_cannot_hol
         stopped(core)
         if slow:
             slow.stop()
+
+
+def test_a_forwarded_requests_leg_is_a_child_of_the_request_it_forwards(cloud, collector):
+    a, _ = cloud
+    trace = "7bf92f3577b34da6a3ce929d0e0e4736"
+    with a.api() as api:  # Python's trace_forward hands the request to Go's trace_sync
+        api.send_sync(FAULTY.format("python") + "trace_forward", b"", request_info=traced(trace), timeout=10_000)
+    spans = collector.wait(lambda c: len(c.trace(trace)) >= 4 and c.trace(trace))
+    first = next(s for s in spans if s.attrs.get("cumulo.call") == "send_sync" and s.parent_id == CLIENT_SPAN)
+    leg = next(s for s in spans if s.attrs.get("cumulo.call") == "forward")
+    onward = next(s for s in spans if s.kind == "client" and s.attrs.get("rpc.method") == "/far/echo")
+    assert first.attrs["rpc.method"] == FAULTY.format("python") + "trace_forward"
+    assert (leg.parent_id, leg.attrs["rpc.method"]) == (first.span_id, FAULTY.format("go") + "trace_sync")
+    assert onward.parent_id == leg.span_id, "Go's call is the forward's child"
+
+
+def test_each_multicast_copy_and_each_retry_is_a_span_of_its_own(collector):
+    trace_m, trace_r = "8bf92f3577b34da6a3ce929d0e0e4736", "9bf92f3577b34da6a3ce929d0e0e4736"
+    policy = ('[[policy]]\nname = "again"\ndestinations = ["/flaky/*"]\n[policy.retry]\nmax_retries = 2\n'
+              'interval_ms = 10\non = ["SERVICE_ERROR"]\n')
+    core = start_core([{"prefix": "/m/", "internal": "echo", "count_process": 3},
+                       {"prefix": "/flaky/", "internal": "chaos", "settings": {"fail": 1.0}}],
+                      sections=tracing(collector.endpoint, "node-m") + policy)
+    try:
+        with core.api() as api:
+            ids = api.mcast_async("/m/x", b"", request_info=traced(trace_m))
+            assert len(ids) == 3
+            for tid in ids:
+                api.recv_async(tid, timeout=5000)
+            with pytest.raises(cumulo.CumuloError) as failed:
+                api.send_sync("/flaky/x", b"", request_info=traced(trace_r), timeout=5000)
+            assert failed.value.status == cumulo.Status.SERVICE_ERROR
+        copies = collector.wait(lambda c: len(c.trace(trace_m)) >= 3 and c.trace(trace_m))
+        assert len(copies) == 3 and len({s.span_id for s in copies}) == 3
+        assert {(s.kind, s.parent_id, s.attrs["cumulo.call"]) for s in copies} == {("client", CLIENT_SPAN, "mcast_async")}
+        attempts = collector.wait(lambda c: len(c.trace(trace_r)) >= 3 and c.trace(trace_r))
+        assert sorted(s.attrs["cumulo.attempt"] for s in attempts) == [0, 1, 2]
+        assert {s.parent_id for s in attempts} == {CLIENT_SPAN}
+        assert all(s.error and s.error.startswith("SERVICE_ERROR") for s in attempts), attempts
+    finally:
+        stopped(core)
