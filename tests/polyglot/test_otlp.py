@@ -8,6 +8,7 @@ delays no request, drops what it cannot hold and counts it (docs/TRACING.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -134,6 +135,8 @@ def test_one_request_through_the_gateway_python_go_and_another_node_is_one_trace
     assert re.fullmatch(f"00-{TRACE}-[0-9a-f]{{16}}-01", answered), answered
 
     spans = collector.wait(lambda c: len(c.trace(TRACE)) >= 5 and c.trace(TRACE))
+    if os.environ.get("CUMULO_TRACE_DUMP"):  # docs/tracing/waterfall.py draws docs/TRACING.md's picture from it
+        Path(os.environ["CUMULO_TRACE_DUMP"]).write_text(json.dumps([vars(s) for s in spans], indent=1))
     named = {s.attrs.get("rpc.method"): s for s in spans if s.kind == "client" or s.service == "node-b"}
     server = next(s for s in spans if s.kind == "server" and s.service == "node-a")
     to_python = named[FAULTY.format("python") + "trace_sync"]
