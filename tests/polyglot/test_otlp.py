@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import cumulo
-from conftest import FAULTY, faulty_services, start_core
+from conftest import FAULTY, _toml, faulty_services, start_core
 from otlp_collector import Collector
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -47,7 +47,7 @@ def free_port() -> int:
 
 def tracing(collector_endpoint: str, name: str, **more) -> str:
     keys = {"endpoint": collector_endpoint, "batch_delay_ms": 50, "service_name": name, **more}
-    return "[tracing]\n" + "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in keys.items())
+    return "[tracing]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in keys.items())
 
 
 def cluster(nats: str, node: str) -> str:
@@ -102,7 +102,7 @@ def cloud(built, collector, nats):
     services = [python, go, {"prefix": "/", "internal": "http", "settings": {"port": port, "traceresponse": True, "method_suffix": False}},
                 {"prefix": "/dropped/", "internal": "chaos", "settings": {"drop": 1.0}}]
     a = start_core(services, core_keys={"node_id": 1},
-                   sections=tracing(collector.endpoint, "node-a") + cluster(nats, "a"))
+                   sections=tracing(collector.endpoint, "node-a", start_traces=True) + cluster(nats, "a"))
     try:
         a.wait_ready([FAULTY.format("python") + "ok", FAULTY.format("go") + "ok"])
         with a.api() as api:  # node b's echo is known to node a
@@ -178,7 +178,7 @@ def test_a_timed_out_calls_span_says_timeout(cloud, collector):
     assert 0.25e9 <= span.end_ns - span.start_ns < 5e9
 
 
-def test_a_request_never_traced_starts_a_trace_of_its_own(cloud, collector):
+def test_a_request_never_traced_starts_a_trace_of_its_own_with_start_traces(cloud, collector):
     a, _ = cloud
     with a.api() as api:
         info, _ = api.send_sync("/far/echo", b"", request_info=b"k\x00v\x00", timeout=5000)
@@ -303,3 +303,22 @@ def test_each_multicast_copy_and_each_retry_is_a_span_of_its_own(collector):
         assert all(s.error and s.error.startswith("SERVICE_ERROR") for s in attempts), attempts
     finally:
         stopped(core)
+
+
+def test_each_cron_firing_is_a_trace_of_its_own(collector):
+    cron = {"prefix": "/cron/", "internal": "cron",
+            "settings": {"job": [{"name": "tick", "schedule": "* * * * * * *", "dest": "/ticked/x"}]}}
+    core = start_core([cron, {"prefix": "/ticked/", "internal": "echo"}], sections=tracing(collector.endpoint, "node-c"))
+    try:
+        def firings(c):
+            roots = [s for s in c.spans if s.name == "cron tick"]
+            done = [r for r in roots if any(s.parent_id == r.span_id for s in c.trace(r.trace_id))]
+            return len(done) >= 2 and done
+        roots = collector.wait(firings, timeout=10)
+    finally:
+        stopped(core)
+    assert len({r.trace_id for r in roots}) == len(roots), "a new trace each time"
+    for root in roots:
+        (child,) = [s for s in collector.trace(root.trace_id) if s.parent_id == root.span_id]
+        assert (root.kind, root.parent_id) == ("internal", "")
+        assert (child.kind, child.attrs["rpc.method"], child.attrs["cumulo.status"]) == ("client", "/ticked/x", "OK")

@@ -25,9 +25,11 @@ pub struct TracingConfig {
     pub sample_ratio: Option<f64>,
     /// `service.name` of the spans. Unset: `OTEL_SERVICE_NAME`, else "cumulo".
     pub service_name: Option<String>,
-    /// Whether a request that carries no trace context starts a trace
-    /// (a cron firing, a client or service that does not trace). false:
-    /// only the gateway and requests that carry one are traced.
+    /// Whether the core starts a trace for a request that carries no
+    /// trace context (from a client or service that does not trace).
+    /// false, the default: traces start at the edges, the gateway and each
+    /// cron firing, and wherever an application starts one; internal
+    /// traffic without context costs nothing then.
     pub start_traces: bool,
     /// Spans waiting for the exporter, at most (count and bytes); more are
     /// dropped and counted (`cumulo_trace_spans_dropped_total`).
@@ -49,7 +51,7 @@ impl Default for TracingConfig {
             endpoint: None,
             sample_ratio: None,
             service_name: None,
-            start_traces: true,
+            start_traces: false,
             max_queue_spans: 2048,
             max_queue_bytes: 4 << 20,
             max_batch: 512,

@@ -36,7 +36,7 @@ pub fn new_core(cfg: &Config, tracer: Option<&cumulo_service::trace::Recorder>) 
     core.set_clients(Rc::new(cumulo_router::Clients::new(&cfg.clients, &cfg.core.unmanaged)));
     core.set_policies(&cfg.policies);
     if let Some(recorder) = tracer {
-        let start_traces = cfg.tracing.as_ref().is_none_or(|t| t.start_traces);
+        let start_traces = cfg.tracing.as_ref().is_some_and(|t| t.start_traces);
         core.set_tracing(recorder.clone(), start_traces);
     }
     Rc::new(RefCell::new(core))

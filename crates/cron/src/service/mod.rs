@@ -4,7 +4,7 @@
 use crate::report::{CronReport, JobCounters};
 use crate::settings::{Job, Settings};
 use crate::zone::next_after;
-use cumulo_service::{info, Response, SendOptions, ServiceApi, Status};
+use cumulo_service::{info, trace, Response, SendOptions, ServiceApi, Status};
 use jiff::{SignedDuration, Timestamp};
 use std::rc::Rc;
 use std::time::Duration;
@@ -129,6 +129,9 @@ fn fire<A: ServiceApi + 'static>(
     c.late_ms_sum.set(c.late_ms_sum.get().saturating_add(late));
     let mut request_info = job.request_info.clone();
     add_event_info(&mut request_info, job, at, following);
+    if let Some(tracer) = api.tracer() {
+        start_trace(&tracer, &mut request_info, job);
+    }
     let timeout_ms = match (job.timeout_ms, following) {
         (0, Some(f)) => millis(f.duration_since(now)).clamp(1, u64::from(u32::MAX)) as u32,
         (t, _) => t,
@@ -170,6 +173,36 @@ fn fire<A: ServiceApi + 'static>(
     };
     let answer = api.call(&dest, &request_info, &job.request, o);
     tokio::task::spawn_local(async move { outcome(&answer.await) });
+}
+
+/// With `[tracing]` on, each firing is a trace of its own (docs/TRACING.md):
+/// an INTERNAL span `cron <job>`, recorded when the trace is sampled, is
+/// the parent of the request's. A job whose request_info names a
+/// `traceparent` keeps it.
+fn start_trace(tracer: &trace::Recorder, request_info: &mut Vec<u8>, job: &Job) {
+    if trace::find(request_info).is_some() {
+        return;
+    }
+    let root = trace::TraceParent::root(true);
+    let root = trace::TraceParent { flags: tracer.sampler().root(&root.trace_id) as u8, ..root };
+    info::push(request_info, b"traceparent", &root.encode());
+    if root.sampled() {
+        let now = std::time::SystemTime::now();
+        tracer.record(trace::Span {
+            trace_id: root.trace_id,
+            span_id: root.span_id,
+            parent_id: [0; 8],
+            parent_remote: false,
+            flags: root.flags,
+            kind: trace::SpanKind::Internal,
+            name: format!("cron {}", job.name),
+            start: now,
+            end: now,
+            status: trace::SpanStatus::Unset,
+            attrs: vec![("cumulo.cron.job", trace::AttrValue::Str(job.name.clone().into()))],
+            links: vec![],
+        });
+    }
 }
 
 /// The request_info keys that say which event this is (proto/PROTOCOL.md).
