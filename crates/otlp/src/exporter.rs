@@ -2,7 +2,7 @@
 
 use crate::convert::span_data;
 use cumulo_config::trace::Tracing;
-use cumulo_trace::{Recorder, Spans};
+use cumulo_trace::{Next, Recorder, Spans};
 use opentelemetry::InstrumentationScope;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::trace::SpanExporter as _;
@@ -70,17 +70,28 @@ fn spawn(settings: &Tracing, spans: Spans) -> Result<Exporter, String> {
         .name("cumulo-otlp".into())
         .spawn(move || {
             let mut batch = Vec::with_capacity(max_batch);
-            loop {
-                // Fill a batch: until it is full, or `delay` after its first span.
-                let first = Instant::now();
+            let mut closed = false;
+            while !closed {
+                // Fill a batch: until it is full, or `delay` after its first
+                // span; the last one when every recorder is gone.
+                let mut first = None;
                 while batch.len() < max_batch {
-                    let left = delay.saturating_sub(first.elapsed());
-                    match spans.next(if batch.is_empty() { delay } else { left }) {
-                        Some(span) => batch.push(span_data(span, &scope)),
-                        None if batch.is_empty() && spans.closed() => return,
-                        None if batch.is_empty() => continue,
-                        None => break,
+                    let wait = first.map_or(delay, |at: Instant| delay.saturating_sub(at.elapsed()));
+                    match spans.next(wait) {
+                        Next::Span(span) => {
+                            first.get_or_insert_with(Instant::now);
+                            batch.push(span_data(span, &scope));
+                        }
+                        Next::Waited if batch.is_empty() => {}
+                        Next::Waited => break,
+                        Next::Closed => {
+                            closed = true;
+                            break;
+                        }
                     }
+                }
+                if batch.is_empty() {
+                    continue;
                 }
                 let n = batch.len() as u64;
                 let sent = runtime.block_on(exporter.export(std::mem::take(&mut batch)));

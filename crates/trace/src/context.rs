@@ -77,15 +77,20 @@ impl TraceParent {
 /// (no key, a malformed value or a malformed info). A request without one,
 /// the common case, costs one substring search.
 pub fn find(info: &[u8]) -> Option<(TraceParent, usize)> {
-    memchr::memmem::find(info, b"traceparent\0")?;
-    let mut at = 0;
-    for pair in info::parse(info) {
-        let (key, value) = pair.ok()?;
-        let value_at = at + key.len() + 1;
-        if key == TRACEPARENT {
-            return TraceParent::parse(value).map(|tp| (tp, value_at));
+    // A match is the key when it starts a pair: at the start or after a
+    // NUL, with an even number of NULs before it (keys and values
+    // alternate, each ended by one). Counted with memchr as the matches
+    // come, not by walking the pairs byte by byte: the gateway's
+    // request_info holds every header.
+    let (mut counted, mut nuls) = (0, 0);
+    for hit in memchr::memmem::find_iter(info, b"traceparent\0") {
+        nuls += memchr::memchr_iter(0, &info[counted..hit]).count();
+        counted = hit;
+        if nuls % 2 == 0 && (hit == 0 || info[hit - 1] == 0) {
+            let value_at = hit + TRACEPARENT.len() + 1;
+            let end = value_at + memchr::memchr(0, &info[value_at..])?;
+            return TraceParent::parse(&info[value_at..end]).map(|tp| (tp, value_at));
         }
-        at = value_at + value.len() + 1;
     }
     None
 }
@@ -131,17 +136,34 @@ pub fn new_span_id() -> [u8; 8] {
     }
 }
 
-fn hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None, // upper case is invalid in traceparent
-    };
-    let mut out = [0u8; N];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = digit(s[2 * i])? << 4 | digit(s[2 * i + 1])?;
+/// Lower-case hex digits' values; 0xff for every other byte (upper case is
+/// invalid in traceparent). A table: this runs for every request that
+/// carries a context.
+const HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-    Some(out)
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+fn hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    let mut bad = 0u8;
+    for (b, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        let (hi, lo) = (HEX[pair[0] as usize], HEX[pair[1] as usize]);
+        bad |= hi | lo;
+        *b = hi << 4 | (lo & 0x0f);
+    }
+    // Any invalid digit set the high bits.
+    (bad & 0xf0 == 0).then_some(out)
 }
 
 fn put_hex(out: &mut [u8], bytes: &[u8]) {
@@ -189,8 +211,13 @@ mod tests {
         let (tp, at) = find(&info).unwrap();
         assert_eq!(&info[at..at + 55], TP.as_bytes());
         assert!(tp.sampled());
-        // A value that reads "traceparent\0" is not the key.
+        // A value that reads "traceparent\0" is not the key, nor a longer key.
         let info = info::encode(&[("x", "traceparent"), (TP, "y")]);
+        assert_eq!(find(&info), None);
+        let info = info::encode(&[("xtraceparent", TP), ("a", "traceparent"), ("traceparent", TP)]);
+        let (_, at) = find(&info).unwrap();
+        assert_eq!(at, info.len() - 56, "the real key, after a longer one and a value");
+        let info = info::encode(&[("traceparent", "00-bad")]);
         assert_eq!(find(&info), None);
         assert_eq!(find(b""), None);
     }

@@ -20,6 +20,6 @@ mod sampler;
 mod span;
 
 pub use context::{append, find, new_span_id, new_trace_id, with_parent, TraceParent, TRACEPARENT, TRACESTATE};
-pub use recorder::{channel, Counters, Recorder, Spans, DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_QUEUE_SPANS};
+pub use recorder::{channel, Counters, Next, Recorder, Spans, DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_QUEUE_SPANS};
 pub use sampler::Sampler;
 pub use span::{Attr, AttrValue, Span, SpanKind, SpanStatus};

@@ -6,7 +6,7 @@
 use crate::span::Span;
 use crate::Sampler;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +36,15 @@ pub struct Recorder {
     counters: Arc<Counters>,
     sampler: Sampler,
     max_bytes: usize,
+}
+
+/// What `Spans::next` got.
+pub enum Next {
+    Span(Span),
+    /// None came in the time given.
+    Waited,
+    /// Every recorder is gone and the channel is empty.
+    Closed,
 }
 
 /// The exporter's end of the channel.
@@ -79,22 +88,23 @@ impl Recorder {
 }
 
 impl Spans {
-    /// The next span, waiting at most `wait`; None when none came, or every
-    /// recorder is gone (`closed` tells which).
-    pub fn next(&self, wait: Duration) -> Option<Span> {
+    /// The next span, waiting at most `wait`.
+    pub fn next(&self, wait: Duration) -> Next {
         let got = match wait.is_zero() {
-            true => self.rx.try_recv().ok(),
-            false => self.rx.recv_timeout(wait).ok(),
+            true => self.rx.try_recv().map_err(|e| match e {
+                TryRecvError::Empty => RecvTimeoutError::Timeout,
+                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            }),
+            false => self.rx.recv_timeout(wait),
         };
-        if let Some(span) = &got {
-            self.counters.queued_bytes.fetch_sub(span.weight(), Relaxed);
+        match got {
+            Ok(span) => {
+                self.counters.queued_bytes.fetch_sub(span.weight(), Relaxed);
+                Next::Span(span)
+            }
+            Err(RecvTimeoutError::Timeout) => Next::Waited,
+            Err(RecvTimeoutError::Disconnected) => Next::Closed,
         }
-        got
-    }
-
-    /// Every recorder is gone and the channel is empty.
-    pub fn closed(&self) -> bool {
-        matches!(self.rx.recv_timeout(Duration::ZERO), Err(RecvTimeoutError::Disconnected))
     }
 
     pub fn counters(&self) -> &Arc<Counters> {
@@ -132,9 +142,10 @@ mod tests {
             rec.record(span(&i.to_string()));
         }
         assert_eq!(rec.counters().dropped.load(Relaxed), 3);
-        assert_eq!(spans.next(Duration::ZERO).unwrap().name, "0");
-        assert_eq!(spans.next(Duration::ZERO).unwrap().name, "1");
-        assert!(spans.next(Duration::ZERO).is_none());
+        for want in ["0", "1"] {
+            assert!(matches!(spans.next(Duration::ZERO), Next::Span(s) if s.name == want));
+        }
+        assert!(matches!(spans.next(Duration::ZERO), Next::Waited));
     }
 
     #[test]
@@ -145,12 +156,12 @@ mod tests {
             rec.record(span("x"));
         }
         assert_eq!(rec.counters().dropped.load(Relaxed), 2);
-        spans.next(Duration::ZERO).unwrap();
+        assert!(matches!(spans.next(Duration::ZERO), Next::Span(_)));
         rec.record(span("x"));
         assert_eq!(rec.counters().dropped.load(Relaxed), 2, "room again once one is taken");
         drop(rec);
-        spans.next(Duration::ZERO).unwrap();
-        spans.next(Duration::ZERO).unwrap();
-        assert!(spans.closed());
+        assert!(matches!(spans.next(Duration::ZERO), Next::Span(_)), "what was sent is received after");
+        assert!(matches!(spans.next(Duration::ZERO), Next::Span(_)));
+        assert!(matches!(spans.next(Duration::from_millis(1)), Next::Closed));
     }
 }
