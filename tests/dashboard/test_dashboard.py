@@ -59,6 +59,11 @@ name = "viewer"
 role = "read"
 token = "{READ_TOKEN}"
 
+# Spans to a collector that is not there: recorded, then failed and counted.
+[tracing]
+endpoint = "http://127.0.0.1:{free_port()}/v1/traces"
+batch_delay_ms = 100
+
 [[service]]
 prefix = "/"
 internal = "http"
@@ -331,6 +336,20 @@ def test_the_services_built_on_the_core_show_their_reports(cloud: Cloud, browser
     # queues keep their own panel
     assert browser.eval("document.querySelector(\"#reports tr[data-kind='queue']\")") is None
     shot = cloud.work / "dashboard-reports.png"
+    check_png(browser.screenshot(shot), shot)
+
+
+def test_the_tracing_panel_counts_the_spans_of_each_cron_firing(cloud: Cloud, browser: Chromium) -> None:
+    # Each cron firing is a trace: its root span and the core's span of its request.
+    recorded = "(() => { const m = /recorded (\\d+)/.exec(document.querySelector('#tracing-stats').textContent); return m ? +m[1] : 0; })()"
+    assert browser.wait_for("!document.querySelector('#tracing-section').hidden", what="the tracing panel")
+    browser.wait_for(recorded + " >= 2", timeout=20, what="spans counted in the tracing panel")
+    # The collector is not there: the exports fail, counted, and nothing else is held up.
+    browser.wait_for("/failed [1-9]/.test(document.querySelector('#tracing-stats').textContent)", timeout=30,
+                     what="failed exports counted")
+    stats = cloud.get("/v1/stats")["tracing"]
+    assert stats["recorded"] >= 2 and stats["failed"] >= 1, stats
+    shot = cloud.work / "dashboard-tracing.png"
     check_png(browser.screenshot(shot), shot)
 
 

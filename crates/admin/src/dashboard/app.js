@@ -425,6 +425,17 @@ function reportLines(view) {
   return lines.filter((l) => !/^[^:]*: ?$/.test(l) && l !== "");
 }
 
+// ---- tracing ---------------------------------------------------------------
+
+// Shown only with [tracing] on: what the span exporter counted. Failed and
+// dropped spans are what an operator looks for (a collector down or behind).
+function renderTracing(t) {
+  $("#tracing-section").hidden = !t;
+  if (!t) return;
+  $("#tracing-stats").textContent = "recorded " + t.recorded + " · exported " + t.exported + " · failed " + t.failed +
+    " · dropped " + t.dropped + (t.failed || t.dropped ? " (the collector is down or behind)" : "");
+}
+
 function renderReports(v) {
   const shown = v.reports.filter((r) => r.kind !== "queue");
   $("#reports-section").hidden = shown.length === 0;
@@ -550,6 +561,7 @@ async function poll() {
       [api("GET", "/v1/whoami"), api("GET", "/v1/status"), api("GET", "/v1/stats"), api("GET", "/v1/services")]);
     applyRole(whoami.role);
     addSnapshot(stats);
+    renderTracing(stats.tracing);
     state.services = services.services;
     renderServices(state.services);
     const t = status.totals;

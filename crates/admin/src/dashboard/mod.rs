@@ -72,6 +72,17 @@ pub async fn stats(ctx: &AdminContext) -> Answer {
         .collect();
     let time_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let st = &reports.stats();
+    // `[tracing]`: what the span exporter counted; null when off.
+    let tracing = ctx.core.borrow().tracer().map(|t| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = t.counters();
+        json!({
+            "recorded": c.recorded.load(Relaxed),
+            "exported": c.exported.load(Relaxed),
+            "failed": c.failed.load(Relaxed),
+            "dropped": c.dropped.load(Relaxed),
+        })
+    });
     Ok((
         StatusCode::OK,
         json!({
@@ -88,6 +99,7 @@ pub async fn stats(ctx: &AdminContext) -> Answer {
             "services": services,
             "shards": views::per_shard(&reports),
             "shards_missing": reports.missing,
+            "tracing": tracing,
         }),
     ))
 }
