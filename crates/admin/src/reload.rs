@@ -3,7 +3,8 @@
 //!
 //! The file is read and checked whole first; an invalid file, or one that
 //! changes what only a restart can change (`[core]`, `[admin]`,
-//! `[cluster]`, `[[client]]`, `[acl]`), is refused and nothing changes.
+//! `[cluster]`, `[tracing]`, `[[client]]`, `[acl]`), is refused and
+//! nothing changes.
 //! Otherwise the services of the file are made to run as the file says:
 //!
 //! - a service is the same one when its prefix, `internal`, `path` and
@@ -182,9 +183,11 @@ fn differing(a: &Value, b: &Value) -> Vec<String> {
 /// The sections a reload may not change, compared; the first difference
 /// named.
 fn restart_only_change(old: &Config, new: &Config) -> Option<String> {
-    let sections: [(&str, Value, Value); 4] = [
+    let sections: [(&str, Value, Value); 5] = [
         ("core", json(&old.core), json(&new.core)),
         ("cluster", json(&old.cluster), json(&new.cluster)),
+        // The exporter and every shard's recorder are made at start.
+        ("tracing", json(&old.tracing), json(&new.tracing)),
         ("client", json(&old.clients), json(&new.clients)),
         ("acl", json(&old.acl), json(&new.acl)),
     ];

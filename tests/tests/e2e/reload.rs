@@ -89,6 +89,10 @@ fn sighup_and_cumulo_reload_apply_the_edited_file_and_keep_what_the_api_added() 
     write(&core, &second.clone().core("max_frame", 2_000_000));
     let (ok, out) = cumulo(admin, &["reload"]);
     assert!(!ok && out.contains("core.max_frame changed") && out.contains("needs a restart"), "{out}");
+    // [tracing] too: the exporter and the shards' recorders are made at start.
+    write(&core, &second.clone().table("[tracing]\nsample_ratio = 0.5"));
+    let (ok, out) = cumulo(admin, &["reload"]);
+    assert!(!ok && out.contains("tracing changed") && out.contains("needs a restart"), "{out}");
     assert_eq!(status_of(&mut api, "/c/x"), Status::Ok);
     assert_eq!(status_of(&mut api, "/b/x"), Status::Ok);
     assert!(!core.lines_with(&["reload refused"]).is_empty());
