@@ -18,7 +18,10 @@
 use cumulo_config::Config;
 use std::path::Path;
 
-const SECTIONS: &[&str] = &["core", "admin", "cluster", "service"];
+const SECTIONS: &[&str] = &["core", "admin", "cluster", "service", "tracing"];
+/// OpenTelemetry's names (resource and span attributes, docs/TRACING.md)
+/// that read like `section.key` but are no config key.
+const OTEL_NAMES: &[&str] = &["service.name", "url.path", "client.address", "cumulo.node"];
 /// `name.ext` in the docs that are file names, not keys.
 const FILE_EXTENSIONS: &[&str] = &["rs", "md", "toml", "json", "py", "sh", "txt", "html", "svg", "log", "lua", "conf"];
 
@@ -90,6 +93,10 @@ fn problems(file: &str, text: &str) -> Vec<String> {
         }
         for (first, second, in_code) in dotted_words(line) {
             let first_trimmed = first.trim_start_matches('.');
+            // `settings.x`: an internal service's setting, checked by its crate.
+            if first_trimmed == "settings" || OTEL_NAMES.contains(&format!("{first_trimmed}.{second}").as_str()) {
+                continue;
+            }
             if SECTIONS.contains(&first_trimmed) {
                 if !known(first_trimmed, &second) {
                     found.push(format!("{at}: `{first_trimmed}.{second}` is no config key"));
