@@ -165,6 +165,23 @@ def test_one_request_through_the_gateway_python_go_and_another_node_is_one_trace
     assert to_python.start_ns <= to_go.start_ns and to_go.end_ns <= to_python.end_ns
 
 
+@pytest.mark.parametrize("sent", [None, "00-not-a-trace-context-01"])
+def test_the_gateway_starts_a_trace_for_a_request_without_a_valid_context(cloud, collector, sent):
+    a, port = cloud
+    headers = {"traceparent": sent} if sent else {}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{FAULTY.format('python')}ok", headers=headers)
+    with urllib.request.urlopen(req, timeout=20) as resp:
+        assert resp.read() == b"ok"
+        answered = resp.headers["traceresponse"]
+    _, trace, gateway_span, flags = answered.split("-")
+    assert flags == "01" and trace != TRACE
+    spans = collector.wait(lambda c: len(c.trace(trace)) >= 2 and c.trace(trace))
+    root = next(s for s in spans if s.kind == "server")
+    call = next(s for s in spans if s.kind == "client")
+    assert (root.span_id, root.parent_id) == (gateway_span, ""), "the gateway's span is the root"
+    assert call.parent_id == gateway_span
+
+
 def test_a_timed_out_calls_span_says_timeout(cloud, collector):
     a, _ = cloud
     trace = "5bf92f3577b34da6a3ce929d0e0e4736"

@@ -13,7 +13,10 @@ use std::time::{Instant, SystemTime};
 
 pub(crate) struct ServerSpan {
     context: TraceParent,
+    /// The client's span, when it sent a valid `traceparent`.
     parent: Option<[u8; 8]>,
+    /// It sent one, valid or not.
+    client_sent: bool,
     /// The client sent a context the gateway passes on unchanged (not
     /// recorded).
     passed_on: bool,
@@ -31,7 +34,8 @@ struct Recorded {
 
 impl ServerSpan {
     pub(crate) fn start(parts: &Parts, recorder: &Recorder) -> ServerSpan {
-        let client = parts.headers.get("traceparent").and_then(|v| TraceParent::parse(v.as_bytes()));
+        let header = parts.headers.get("traceparent");
+        let client = header.and_then(|v| TraceParent::parse(v.as_bytes()));
         let (context, parent, passed_on) = match client {
             Some(tp) if tp.sampled() => (tp.child(cumulo_service::trace::new_span_id()), Some(tp.span_id), false),
             Some(tp) => (tp, None, true),
@@ -47,17 +51,34 @@ impl ServerSpan {
             method: parts.method.as_str().to_string(),
             path: parts.uri.path().to_string(),
         });
-        ServerSpan { context, parent, passed_on, recorded }
+        ServerSpan { context, parent, client_sent: header.is_some(), passed_on, recorded }
     }
 
     /// The service request's request_info, naming this span as the parent.
-    pub(crate) fn request_info(&self, info: Vec<u8>) -> Vec<u8> {
+    pub(crate) fn request_info(&self, mut info: Vec<u8>) -> Vec<u8> {
         if self.passed_on {
+            return info;
+        }
+        // The client's header is in `info` only when it sent one (and the
+        // header filter let it through): a new trace is appended in place.
+        if !self.client_sent {
+            cumulo_service::info::push(&mut info, b"traceparent", &self.context.encode());
             return info;
         }
         match cumulo_service::trace::find(&info) {
             Some((_, at)) => cumulo_service::trace::with_parent(&info, at, &self.context),
-            None => cumulo_service::trace::append(&info, &self.context),
+            // One the spec refuses: dropped, so that no reader takes it
+            // for the context (the first of a repeated key is read).
+            None => {
+                let mut out = Vec::with_capacity(info.len() + 70);
+                for (k, v) in cumulo_service::info::parse(&info).map_while(Result::ok) {
+                    if k != b"traceparent" {
+                        cumulo_service::info::push(&mut out, k, v);
+                    }
+                }
+                cumulo_service::info::push(&mut out, b"traceparent", &self.context.encode());
+                out
+            }
         }
     }
 
