@@ -339,3 +339,20 @@ def test_each_cron_firing_is_a_trace_of_its_own(collector):
         (child,) = [s for s in collector.trace(root.trace_id) if s.parent_id == root.span_id]
         assert (root.kind, root.parent_id) == ("internal", "")
         assert (child.kind, child.attrs["rpc.method"], child.attrs["cumulo.status"]) == ("client", "/ticked/x", "OK")
+
+
+def test_a_clean_stop_sends_the_spans_still_queued(collector):
+    # A batch that would wait a minute: only the stop sends it.
+    trace = "abf92f3577b34da6a3ce929d0e0e4736"
+    core = start_core([{"prefix": "/echo/", "internal": "echo"}],
+                      sections=tracing(collector.endpoint, "node-s", batch_delay_ms=60_000))
+    try:
+        with core.api() as api:
+            api.send_sync("/echo/x", b"", request_info=traced(trace), timeout=5000)
+        time.sleep(0.3)
+        assert collector.trace(trace) == [], "not sent before the stop"
+        core.assert_stopped_cleanly()
+        (span,) = collector.wait(lambda c: c.trace(trace), timeout=5)
+        assert (span.kind, span.parent_id) == ("client", CLIENT_SPAN)
+    finally:
+        stopped(core)
