@@ -331,11 +331,14 @@ pub fn raw_http_from(
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     let body = body.unwrap_or("");
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(
-        s,
+    // One write, as a client does: `write!` on the bare stream would send
+    // each piece of the format in a write of its own, and a connection that
+    // sent half a head may be closed to make room (see connections.rs).
+    let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
-    )?;
+    );
+    s.write_all(request.as_bytes())?;
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
