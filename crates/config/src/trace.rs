@@ -61,19 +61,14 @@ impl Default for TracingConfig {
     }
 }
 
-/// The settings in force: the section, then the environment, then defaults.
+/// The settings in force: the section as written, and what the
+/// environment or the defaults decided for the two values it may leave out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tracing {
-    /// None: the exporter reads `OTEL_EXPORTER_OTLP_*` itself.
-    pub endpoint: Option<String>,
+    /// Its `endpoint` None: the exporter reads `OTEL_EXPORTER_OTLP_*` itself.
+    pub section: TracingConfig,
     pub sample_ratio: f64,
     pub service_name: String,
-    pub start_traces: bool,
-    pub max_queue_spans: usize,
-    pub max_queue_bytes: usize,
-    pub max_batch: usize,
-    pub batch_delay_ms: u64,
-    pub export_timeout_ms: Option<u64>,
 }
 
 impl TracingConfig {
@@ -93,17 +88,8 @@ impl TracingConfig {
                 _ => 1.0,
             }
         });
-        Some(Tracing {
-            endpoint: self.endpoint.clone(),
-            sample_ratio,
-            service_name: self.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME")).unwrap_or("cumulo".into()),
-            start_traces: self.start_traces,
-            max_queue_spans: self.max_queue_spans,
-            max_queue_bytes: self.max_queue_bytes,
-            max_batch: self.max_batch,
-            batch_delay_ms: self.batch_delay_ms,
-            export_timeout_ms: self.export_timeout_ms,
-        })
+        let service_name = self.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME")).unwrap_or("cumulo".into());
+        Some(Tracing { section: self.clone(), sample_ratio, service_name })
     }
 }
 

@@ -8,13 +8,15 @@ use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::trace::SpanExporter as _;
 use opentelemetry_sdk::Resource;
 use std::sync::atomic::Ordering::Relaxed;
-use std::thread::JoinHandle;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The running exporter; dropping it leaves the thread to end by itself
 /// once every recorder is gone.
 pub struct Exporter {
-    thread: Option<JoinHandle<()>>,
+    /// Disconnected when the thread has ended (its sender dropped), which
+    /// gives `flush` a join with a time limit: std's `JoinHandle` has none.
+    ended: mpsc::Receiver<()>,
     endpoint: String,
 }
 
@@ -26,12 +28,8 @@ impl Exporter {
 
     /// Sends what is queued (every recorder must be gone), waiting at most
     /// `limit`: at a clean stop, the last spans are not lost.
-    pub fn flush(mut self, limit: Duration) {
-        let Some(thread) = self.thread.take() else { return };
-        let until = Instant::now() + limit;
-        while !thread.is_finished() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    pub fn flush(self, limit: Duration) {
+        let _ = self.ended.recv_timeout(limit);
     }
 }
 
@@ -39,17 +37,19 @@ impl Exporter {
 /// into. Errors only for an exporter or a thread that cannot start.
 pub fn start(settings: &Tracing) -> Result<(Recorder, Exporter), String> {
     let sampler = cumulo_trace::Sampler::new(settings.sample_ratio);
-    let (recorder, spans) = cumulo_trace::channel(settings.max_queue_spans, settings.max_queue_bytes, sampler);
+    let (recorder, spans) =
+        cumulo_trace::channel(settings.section.max_queue_spans, settings.section.max_queue_bytes, sampler);
     let exporter = spawn(settings, spans)?;
     Ok((recorder, exporter))
 }
 
 fn spawn(settings: &Tracing, spans: Spans) -> Result<Exporter, String> {
     let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
-    if let Some(endpoint) = &settings.endpoint {
+    let section = &settings.section;
+    if let Some(endpoint) = &section.endpoint {
         builder = builder.with_endpoint(endpoint.clone());
     }
-    if let Some(ms) = settings.export_timeout_ms {
+    if let Some(ms) = section.export_timeout_ms {
         builder = builder.with_timeout(Duration::from_millis(ms));
     }
     // The hyper client needs a runtime of its own, on this thread: the
@@ -63,12 +63,14 @@ fn spawn(settings: &Tracing, spans: Spans) -> Result<Exporter, String> {
         builder.build().map_err(|e| format!("tracing: cannot build the OTLP exporter: {e}"))?
     };
     exporter.set_resource(&Resource::builder_empty().with_service_name(settings.service_name.clone()).build());
-    let endpoint = settings.endpoint.clone().unwrap_or_else(endpoint_from_env);
+    let endpoint = section.endpoint.clone().unwrap_or_else(endpoint_from_env);
     let scope = InstrumentationScope::builder("cumulo").with_version(env!("CARGO_PKG_VERSION")).build();
-    let (max_batch, delay) = (settings.max_batch, Duration::from_millis(settings.batch_delay_ms));
-    let thread = std::thread::Builder::new()
+    let (max_batch, delay) = (section.max_batch, Duration::from_millis(section.batch_delay_ms));
+    let (ended_tx, ended) = mpsc::channel::<()>();
+    std::thread::Builder::new()
         .name("cumulo-otlp".into())
         .spawn(move || {
+            let _ended = ended_tx; // dropped as the thread ends, panicking or not
             let mut batch = Vec::with_capacity(max_batch);
             let mut closed = false;
             while !closed {
@@ -106,7 +108,7 @@ fn spawn(settings: &Tracing, spans: Spans) -> Result<Exporter, String> {
             }
         })
         .map_err(|e| format!("tracing: cannot start the exporter's thread: {e}"))?;
-    Ok(Exporter { thread: Some(thread), endpoint })
+    Ok(Exporter { ended, endpoint })
 }
 
 /// The endpoint the exporter reads from the environment, as it resolves it

@@ -70,13 +70,6 @@ pub(crate) struct CallSpans {
     open: RefCell<ahash::AHashMap<TransId, Open>>,
 }
 
-/// What a request that starts a span is routed with.
-pub(crate) struct Began {
-    /// Its request_info, with the traceparent that names the span (or the
-    /// unrecorded trace it starts).
-    pub info: Vec<u8>,
-}
-
 /// The request's routing facts a span keeps.
 pub(crate) struct Facts<'a> {
     pub call: Call,
@@ -92,9 +85,10 @@ impl CallSpans {
     }
 
     /// A request accepted now: opens its span when its trace is recorded,
-    /// and returns the request_info to route it with (None: route it as it
-    /// came: a context not recorded, or none and none to start).
-    pub(crate) fn begin(&self, tid: TransId, info: &[u8], f: &Facts<'_>) -> Option<Began> {
+    /// and returns the request_info to route it with, its traceparent
+    /// naming the span (or the unrecorded trace it starts). None: route it
+    /// as it came (a context not recorded, or none and none to start).
+    pub(crate) fn begin(&self, tid: TransId, info: &[u8], f: &Facts<'_>) -> Option<Vec<u8>> {
         let (context, parent, at) = match cumulo_trace::find(info) {
             Some((tp, _)) if !tp.sampled() => return None,
             Some((tp, at)) => (tp.child(cumulo_trace::new_span_id()), Some(tp.span_id), Some(at)),
@@ -104,7 +98,7 @@ impl CallSpans {
                 if !self.recorder.sampler().root(&root.trace_id) {
                     // Not recorded; the decision travels with the request.
                     let unrecorded = TraceParent { flags: 0, ..root };
-                    return Some(Began { info: cumulo_trace::append(info, &unrecorded) });
+                    return Some(cumulo_trace::append(info, &unrecorded));
                 }
                 (root, None, None)
             }
@@ -131,7 +125,7 @@ impl CallSpans {
             Some(at) => cumulo_trace::with_parent(info, at, &context),
             None => cumulo_trace::append(info, &context),
         };
-        Some(Began { info })
+        Some(info)
     }
 
     pub(crate) fn recorder(&self) -> &Recorder {
@@ -211,7 +205,7 @@ impl CallSpans {
     /// A handler forwarded `tid`: the leg that reached it ends; the
     /// forward's opens, a child of the context the forward carries (the
     /// SDK gives it the forwarded request's).
-    pub(crate) fn forwarded(&self, tid: TransId, info: &[u8], f: &Facts<'_>) -> Option<Began> {
+    pub(crate) fn forwarded(&self, tid: TransId, info: &[u8], f: &Facts<'_>) -> Option<Vec<u8>> {
         if let Some(open) = self.open.borrow_mut().remove(&tid) {
             self.record(tid, open, Status::Ok, None, f.now);
         }

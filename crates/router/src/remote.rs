@@ -46,7 +46,7 @@ pub fn accept_remote(core: &mut Core, from: InstanceId, r: &Request<'_>) {
         flags: r.flags,
         wait_for_service: false,
         name: r.name,
-        request_info: began.as_ref().map_or(r.request_info, |b| &b.info),
+        request_info: began.as_deref().unwrap_or(r.request_info),
         request: r.request,
         via: None,
         target: 0,

@@ -77,13 +77,16 @@ impl TraceParent {
 /// (no key, a malformed value or a malformed info). A request without one,
 /// the common case, costs one substring search.
 pub fn find(info: &[u8]) -> Option<(TraceParent, usize)> {
+    // Built once: `memmem::find_iter` would build its searcher per call.
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"traceparent\0"));
     // A match is the key when it starts a pair: at the start or after a
     // NUL, with an even number of NULs before it (keys and values
     // alternate, each ended by one). Counted with memchr as the matches
     // come, not by walking the pairs byte by byte: the gateway's
     // request_info holds every header.
     let (mut counted, mut nuls) = (0, 0);
-    for hit in memchr::memmem::find_iter(info, b"traceparent\0") {
+    for hit in KEY.find_iter(info) {
         nuls += memchr::memchr_iter(0, &info[counted..hit]).count();
         counted = hit;
         if nuls % 2 == 0 && (hit == 0 || info[hit - 1] == 0) {
