@@ -258,7 +258,11 @@ class Core:
         return [(int(m[1]), m[2]) for m in STARTED.finditer(self.log_text())]
 
     def api(self, prefix: str = "/tests/polyglot/driver/") -> cumulo.API:
-        return cumulo.API(address=str(self.socket), prefix=prefix)
+        try:
+            return cumulo.API(address=str(self.socket), prefix=prefix)
+        except OSError as e:  # say why: the fixtures remove the core's folder
+            raise AssertionError(f"cannot connect to the core: {e}; its exit code: {self.proc.poll()}\n"
+                                 f"{self.log_tail()}") from e
 
     def wait_ready(self, names: list[str]) -> None:
         deadline = time.monotonic() + START_TIMEOUT_MS / 1000

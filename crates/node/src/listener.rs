@@ -33,6 +33,11 @@ pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// Binds the Unix socket: its folder is created private to the user, a stale
 /// socket file is replaced, and the socket itself is user-only (0600).
+///
+/// It is bound under a temporary name and renamed into place once it
+/// listens and is user-only: a client that waits for the path to appear can
+/// connect at once (between bind and listen a connect is refused), and the
+/// socket is never there with the umask's permissions.
 pub fn bind_unix(path: &Path) -> std::io::Result<UnixListener> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(dir) = path.parent() {
@@ -50,10 +55,28 @@ pub fn bind_unix(path: &Path) -> std::io::Result<UnixListener> {
         }
         std::fs::remove_file(path)?;
     }
-    let l = UnixListener::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    let temporary = path.with_file_name(format!(".cumulo-{}.sock", std::process::id()));
+    // A Unix socket's path is at most 107 bytes: where the temporary name
+    // would not fit, the socket is bound in place as before.
+    let at = match temporary.as_os_str().len() <= MAX_SOCKET_PATH {
+        true => temporary.as_path(),
+        false => path,
+    };
+    let _ = std::fs::remove_file(at);
+    let l = UnixListener::bind(at)?;
+    std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o600))?;
+    if at != path {
+        if let Err(e) = std::fs::rename(at, path) {
+            let _ = std::fs::remove_file(at);
+            return Err(e);
+        }
+    }
     Ok(l)
 }
+
+/// The longest path a Unix socket can be bound to (sun_path holds 108
+/// bytes with the NUL).
+const MAX_SOCKET_PATH: usize = 107;
 
 pub async fn serve_unix(core: Shared, listener: UnixListener) {
     let mut warnings = Throttle::default();
@@ -664,4 +687,34 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(outbox: Rc<Outbox>, mut wr
         }
     }
     let _ = wr.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bind_unix;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+
+    #[test]
+    fn the_socket_appears_listening_and_user_only_and_a_stale_one_is_replaced() {
+        let dir = std::env::temp_dir().join(format!("cumulo-bind-{}", std::process::id()));
+        let path = dir.join("core.sock");
+        let _ = std::fs::remove_dir_all(&dir);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let first = bind_unix(&path).expect("binds");
+            let meta = std::fs::metadata(&path).unwrap();
+            assert!(meta.file_type().is_socket());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+            assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+            std::os::unix::net::UnixStream::connect(&path).expect("listening as soon as it is there");
+            let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, ["core.sock"], "no temporary name left behind");
+            let err = bind_unix(&path).expect_err("a listening socket is not taken over");
+            assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+            drop(first);
+            let _second = bind_unix(&path).expect("a stale socket file is replaced");
+            std::os::unix::net::UnixStream::connect(&path).expect("the new one listens");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
