@@ -21,7 +21,12 @@ bench_lock() {
 # bench_build: the workspace as scripts/setup.sh builds it, which is what
 # `bash start.sh` runs; a `-p` build would resolve other dependency
 # features and build the core a second time.
-bench_build() { cargo build --release --quiet --workspace --manifest-path "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml"; }
+# CUMULO_BENCH_PREBUILT=1 measures the binaries already in target/release
+# (after test.sh, say, whose build also holds the tests' dependency features).
+bench_build() {
+    [ -n "${CUMULO_BENCH_PREBUILT:-}" ] && return 0
+    cargo build --release --quiet --workspace --manifest-path "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml"
+}
 
 # bench_apt_install PROGRAM=PACKAGE...: install the Debian package of each
 # program that is missing (quietly; apt-get update only if the first try fails).

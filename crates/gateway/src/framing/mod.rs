@@ -152,16 +152,31 @@ impl Framing {
                     }
                 }
                 State::Head { line_ended } => {
-                    self.head.push(b);
-                    match b {
-                        b'\n' if *line_ended => self.state = self.head_done(),
-                        b'\n' => *line_ended = true,
-                        b'\r' => {}
-                        _ => *line_ended = false,
+                    // A line at a time, up to and with its '\n', not a byte
+                    // at a time: the head is most of what this reads.
+                    let rest = &bytes[i..];
+                    let newline = rest.iter().position(|&c| c == b'\n');
+                    let run = &rest[..newline.unwrap_or(rest.len())];
+                    if run.iter().any(|&c| c != b'\r') {
+                        *line_ended = false;
                     }
-                    if self.head.len() > self.limits.max_header_size {
+                    let ends_head = newline.is_some() && *line_ended;
+                    *line_ended |= newline.is_some();
+                    let taken = run.len() + usize::from(newline.is_some());
+                    self.head.extend_from_slice(&rest[..taken]);
+                    i += taken;
+                    // As byte by byte: too long before its last byte, or
+                    // (after head_done) with it, it is lost.
+                    let max = self.limits.max_header_size;
+                    if self.head.len() - usize::from(ends_head) > max {
                         self.state = State::Lost; // hyper refuses it (431)
+                    } else if ends_head {
+                        self.state = self.head_done();
+                        if self.head.len() > max {
+                            self.state = State::Lost;
+                        }
                     }
+                    continue;
                 }
                 State::ChunkSize { size, digits, after_digits } => match b {
                     b'\n' if !*digits => self.state = State::Lost,
