@@ -11,20 +11,28 @@ use std::time::{Duration, Instant};
 type Handler = Box<dyn FnMut(&mut Api, &cumulo::Request<'_>) -> cumulo::HandlerResult + Send>;
 
 /// An unmanaged instance of `prefix` on its own thread, serving each
-/// (pattern, handler) until `stop` exists; returns once it subscribed.
+/// (pattern, handler) until `stop` exists; returns once the core routes
+/// to it. A SUBSCRIBE is not acknowledged, so the instance also subscribes
+/// a pattern of its own, and a request to it (which waits for a
+/// subscriber) comes back only after the core has read every pattern
+/// before it: the core reads one connection's frames in order.
 fn serve(socket: String, prefix: &'static str, handlers: Vec<(&'static str, Handler)>, stop: PathBuf) {
-    let (ready, started) = std::sync::mpsc::channel();
+    static INSTANCES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let ready = format!("ready-{}", INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let probe = format!("{prefix}{ready}");
+    let client = Api::connect(Options::unmanaged(socket.clone(), "/serve-probe/"));
     std::thread::spawn(move || {
         let mut api = Api::connect(Options::unmanaged(socket, prefix)).unwrap();
         for (pattern, mut handler) in handlers {
             api.subscribe(pattern, move |api, req| handler(api, req)).unwrap();
         }
-        ready.send(()).unwrap();
+        api.subscribe(&ready, |_, _| Ok(cumulo::Answer::body("ready"))).unwrap();
         while !stop.exists() {
             api.poll(Some(ms(10))).unwrap();
         }
     });
-    started.recv().unwrap();
+    let r = client.unwrap().send_sync(&probe, b"", b"", opts(20_000));
+    assert!(r.is_ok(), "the instance of {prefix} is not routed to within 20 s: {:?}", r.err());
 }
 
 /// A handler answering `tag`, or failing while `failing` exists.
