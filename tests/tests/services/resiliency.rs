@@ -13,9 +13,9 @@ type Handler = Box<dyn FnMut(&mut Api, &cumulo::Request<'_>) -> cumulo::HandlerR
 /// An unmanaged instance of `prefix` on its own thread, serving each
 /// (pattern, handler) until `stop` exists; returns once the core routes
 /// to it. A SUBSCRIBE is not acknowledged, so the instance also subscribes
-/// a pattern of its own, and a request to it (which waits for a
-/// subscriber) comes back only after the core has read every pattern
-/// before it: the core reads one connection's frames in order.
+/// a pattern of its own, and a request to it, repeated while NO_SERVICE,
+/// comes back only after the core has read every pattern before it: the
+/// core reads one connection's frames in order.
 fn serve(socket: String, prefix: &'static str, handlers: Vec<(&'static str, Handler)>, stop: PathBuf) {
     static INSTANCES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let ready = format!("ready-{}", INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
@@ -31,8 +31,16 @@ fn serve(socket: String, prefix: &'static str, handlers: Vec<(&'static str, Hand
             api.poll(Some(ms(10))).unwrap();
         }
     });
-    let r = client.unwrap().send_sync(&probe, b"", b"", opts(20_000));
-    assert!(r.is_ok(), "the instance of {prefix} is not routed to within 20 s: {:?}", r.err());
+    let mut client = client.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        // NO_SERVICE until the core has read the subscription.
+        match client.send_sync(&probe, b"", b"", opts(5000)) {
+            Ok(_) => return,
+            Err(e) => assert!(Instant::now() < deadline, "the instance of {prefix} is not routed to within 20 s: {e}"),
+        }
+        std::thread::sleep(ms(10));
+    }
 }
 
 /// A handler answering `tag`, or failing while `failing` exists.
