@@ -157,7 +157,7 @@ impl Framing {
                     let rest = &bytes[i..];
                     let newline = rest.iter().position(|&c| c == b'\n');
                     let run = &rest[..newline.unwrap_or(rest.len())];
-                    if run.iter().any(|&c| c != b'\r') {
+                    if *line_ended && run.iter().any(|&c| c != b'\r') {
                         *line_ended = false;
                     }
                     let ends_head = newline.is_some() && *line_ended;
